@@ -1,0 +1,10 @@
+/* squarefree.h: every squarefree primitive.  See each header for its
+ * contract: errors, memory ordering, fairness and how its wake-ups scale. */
+#ifndef SQUAREFREE_H
+#define SQUAREFREE_H
+
+#include <squarefree/time.h>
+#include <squarefree/mutex.h>
+#include <squarefree/cond.h>
+
+#endif

@@ -1,0 +1,103 @@
+/* atomic.h: the one seam through which the library's code touches atomics.
+ *
+ * Every primitive reads and writes its state words only through these
+ * functions, never through <stdatomic.h> directly.  That keeps the memory
+ * orderings visible in one vocabulary, and lets a test build replace this
+ * file's bodies with a deterministic scheduler that chooses, at each atomic
+ * step, which thread runs next (see issue "schedule exploration").  In the
+ * release build every function here is a single inline instruction sequence.
+ *
+ * Orderings are spelt out at each call site: ACQ on the load or RMW that
+ * takes ownership, REL on the store or RMW that gives it up, SC only where a
+ * Dekker-style "I published X, do you see Y" exchange needs it (waiter counts
+ * against state changes), RLX for hints.
+ */
+#ifndef SQF_SRC_ATOMIC_H
+#define SQF_SRC_ATOMIC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef _Atomic uint32_t sqf_word;
+
+#define RLX memory_order_relaxed
+#define ACQ memory_order_acquire
+#define REL memory_order_release
+#define AR  memory_order_acq_rel
+#define SC  memory_order_seq_cst
+
+static inline uint32_t at_load(sqf_word *w, memory_order mo)
+{
+    return atomic_load_explicit(w, mo);
+}
+
+static inline void at_store(sqf_word *w, uint32_t v, memory_order mo)
+{
+    atomic_store_explicit(w, v, mo);
+}
+
+/* Strong compare-and-swap.  On failure *expected holds the value seen,
+ * read with the failure ordering RLX unless the success ordering is SC. */
+static inline bool at_cas(sqf_word *w, uint32_t *expected, uint32_t desired, memory_order mo)
+{
+    memory_order fail = mo == SC ? SC : (mo == ACQ || mo == AR) ? ACQ : RLX;
+    return atomic_compare_exchange_strong_explicit(w, expected, desired, mo, fail);
+}
+
+static inline uint32_t at_add(sqf_word *w, uint32_t v, memory_order mo)
+{
+    return atomic_fetch_add_explicit(w, v, mo);
+}
+
+static inline uint32_t at_sub(sqf_word *w, uint32_t v, memory_order mo)
+{
+    return atomic_fetch_sub_explicit(w, v, mo);
+}
+
+static inline uint32_t at_or(sqf_word *w, uint32_t v, memory_order mo)
+{
+    return atomic_fetch_or_explicit(w, v, mo);
+}
+
+static inline uint32_t at_and(sqf_word *w, uint32_t v, memory_order mo)
+{
+    return atomic_fetch_and_explicit(w, v, mo);
+}
+
+static inline uint32_t at_xchg(sqf_word *w, uint32_t v, memory_order mo)
+{
+    return atomic_exchange_explicit(w, v, mo);
+}
+
+/* Pointer-sized atomics, for the portable wait backend's queues. */
+typedef _Atomic(void *) sqf_aptr;
+
+static inline void *at_loadp(sqf_aptr *p, memory_order mo)
+{
+    return atomic_load_explicit(p, mo);
+}
+
+static inline void at_storep(sqf_aptr *p, void *v, memory_order mo)
+{
+    atomic_store_explicit(p, v, mo);
+}
+
+static inline void at_fence(memory_order mo)
+{
+    atomic_thread_fence(mo);
+}
+
+/* A hint to the CPU that this thread is spinning (x86 PAUSE, arm YIELD). */
+static inline void at_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+    __asm__ __volatile__("yield");
+#else
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+#endif

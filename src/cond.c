@@ -1,0 +1,115 @@
+/* cond.c: sqf_cond, a futex-sequence condition variable whose broadcast
+ * requeues.  The state words are documented in include/squarefree/cond.h. */
+#include <limits.h>
+
+#include <squarefree/cond.h>
+
+#include "atomic.h"
+#include "mutex_word.h"
+#include "wait.h"
+
+#define CV_REQUEUE 1u
+#define CV_STEP    2u
+#define CV_SHARED  (1u << 31)
+#define CV_COUNT   (~CV_SHARED)
+
+static inline sqf_word *cv_seq(sqf_cond *c)
+{
+    return (sqf_word *)&c->seq;
+}
+static inline sqf_word *cv_waiters(sqf_cond *c)
+{
+    return (sqf_word *)&c->waiters;
+}
+static inline bool cv_shared(sqf_cond *c)
+{
+    return at_load(cv_waiters(c), RLX) & CV_SHARED;
+}
+
+int sqf_cond_init(sqf_cond *c, unsigned flags)
+{
+    if (!c || (flags & ~SQF_SHARED)) return EINVAL;
+    if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    at_store(cv_seq(c), 0, RLX);
+    at_store(cv_waiters(c), (flags & SQF_SHARED) ? CV_SHARED : 0, REL);
+    return 0;
+}
+
+int sqf_cond_destroy(sqf_cond *c)
+{
+    if (!c) return EINVAL;
+    return (at_load(cv_waiters(c), ACQ) & CV_COUNT) ? EBUSY : 0;
+}
+
+/* A broadcast left its waiters asleep on seq: move them all onto the mutex,
+ * whose unlocks will then wake them one at a time. */
+static void finish_broadcast(sqf_cond *c, sqf_mutex *m, bool shared)
+{
+    sqf_word *seq = cv_seq(c);
+    uint32_t s = at_load(seq, ACQ);
+    if (!(s & CV_REQUEUE) || !at_cas(seq, &s, s & ~CV_REQUEUE, AR)) return;
+    /* PARKED first: an unlock racing with the move must wake someone. */
+    at_or(mu_word(m), MU_PARKED, SC);
+    for (;;) {
+        s = at_load(seq, ACQ);
+        if (sqf_requeue(seq, s, 0, mu_word(m), INT_MAX, shared) != -EAGAIN) return;
+    }
+}
+
+int sqf_cond_timedwait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline)
+{
+    if (!c || !m) return EINVAL;
+    bool shared = cv_shared(c);
+    if (shared != mu_shared(m)) return EINVAL;
+    sqf_word *seq = cv_seq(c);
+
+    /* Count ourselves in before reading seq, so that a signaller who bumps
+     * seq after our read sees us and wakes us. */
+    at_add(cv_waiters(c), 1, SC);
+    uint32_t s = at_load(seq, SC);
+    int e = sqf_mutex_unlock(m);
+    if (e) {
+        at_sub(cv_waiters(c), 1, REL);
+        return e;
+    }
+    int r = sqf_wait(seq, s, deadline, shared);
+    finish_broadcast(c, m, shared);
+    /* A time-out with seq unchanged saw no signal; otherwise one may have
+     * been meant for us, and returning 0 cannot lose it. */
+    int result =
+        (r == ETIMEDOUT && (at_load(seq, ACQ) | CV_REQUEUE) == (s | CV_REQUEUE)) ? ETIMEDOUT : 0;
+    at_sub(cv_waiters(c), 1, REL);
+    sqf_mutex_relock_(m, r == SQF_WAIT_WOKEN);
+    return result;
+}
+
+int sqf_cond_wait(sqf_cond *c, sqf_mutex *m)
+{
+    return sqf_cond_timedwait(c, m, SQF_FOREVER);
+}
+
+int sqf_cond_signal(sqf_cond *c)
+{
+    if (!c) return EINVAL;
+    if (!(at_load(cv_waiters(c), SC) & CV_COUNT)) return 0;
+    at_add(cv_seq(c), CV_STEP, SC);
+    sqf_wake(cv_seq(c), 1, cv_shared(c));
+    return 0;
+}
+
+int sqf_cond_broadcast(sqf_cond *c)
+{
+    if (!c) return EINVAL;
+    if (!(at_load(cv_waiters(c), SC) & CV_COUNT)) return 0;
+    sqf_word *seq = cv_seq(c);
+    bool shared = cv_shared(c);
+    uint32_t s = at_load(seq, RLX);
+    while (!at_cas(seq, &s, (s + CV_STEP) | CV_REQUEUE, SC)) {
+    }
+    if (sqf_wake(seq, 1, shared) == 0) {
+        /* Nobody asleep to do the move: nobody to move either. */
+        s = (s + CV_STEP) | CV_REQUEUE;
+        at_cas(seq, &s, s & ~CV_REQUEUE, RLX);
+    }
+    return 0;
+}

@@ -1,0 +1,200 @@
+/* mutex.c: sqf_mutex's slow paths: spinning, sleeping, hand-off.
+ * The protocol is described with the lock word's invariants in
+ * include/squarefree/mutex.h; the comments here say why each step is safe. */
+#include <squarefree/mutex.h>
+
+#include "cpu.h"
+#include "mutex_word.h"
+#include "wait.h"
+
+/* Threads spinning on any sqf_mutex in this process (see spin_acquire). */
+static sqf_word spinners;
+
+static int spinner_cap(void)
+{
+    int n = sqf_ncpu();
+    return n > 1 ? n / 2 : 0;
+}
+
+/* Try to take an unlocked word without sleeping first. */
+static bool try_take(sqf_word *w, uint32_t extra)
+{
+    uint32_t v = at_load(w, RLX);
+    while (!(v & MU_LOCKED))
+        if (at_cas(w, &v, v | MU_LOCKED | extra, ACQ)) return true;
+    return false;
+}
+
+/* Spin for a bounded time while the lock is held, hoping its holder (running
+ * on another CPU) releases it soon.  At most spinner_cap() threads spin at
+ * once, so spinning never takes every CPU from the threads doing work. */
+static bool spin_acquire(sqf_word *w, sqf_deadline deadline)
+{
+    int cap = spinner_cap();
+    uint32_t s = at_load(&spinners, RLX);
+    do {
+        if ((int)s >= cap) return false;
+    } while (!at_cas(&spinners, &s, s + 1, RLX));
+
+    bool got = false;
+    sqf_deadline stop = sqf_now() + SQF_MUTEX_SPIN_NS;
+    if (deadline < stop) stop = deadline;
+    unsigned pauses = 1;
+    for (unsigned i = 0;; i++) {
+        uint32_t v = at_load(w, RLX);
+        if (!(v & MU_LOCKED)) {
+            if (at_cas(w, &v, v | MU_LOCKED, ACQ)) {
+                got = true;
+                break;
+            }
+            continue;
+        }
+        /* Sleepers older than the starvation bound get the lock next:
+         * spinning for it would be wasted. */
+        if (v & MU_STARVING) break;
+        if ((i & 15) == 15 && sqf_now() >= stop) break;
+        for (unsigned k = 0; k < pauses; k++)
+            at_relax();
+        if (pauses < 16) pauses <<= 1;
+    }
+    at_sub(&spinners, 1, RLX);
+    return got;
+}
+
+/* The sleeping half of every lock.  `woken` says whether this thread has
+ * already returned from a wake-up (then it may take a HANDOFF). */
+static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken)
+{
+    sqf_word *w = mu_word(m);
+    bool shared = mu_shared(m);
+    sqf_deadline since = sqf_now();
+    for (;;) {
+        uint32_t v = at_load(w, RLX);
+        if (woken && (v & MU_HANDOFF)) {
+            /* The unlocker left LOCKED set for us: take ownership. */
+            if (at_cas(w, &v, v & ~(MU_HANDOFF | MU_STARVING), ACQ)) return 0;
+            continue;
+        }
+        if (!(v & MU_LOCKED)) {
+            /* We have slept (or are about to), so others may sleep too:
+             * keep PARKED so that our unlock wakes the next one. */
+            if (at_cas(w, &v, v | MU_LOCKED | MU_PARKED, ACQ)) return 0;
+            continue;
+        }
+        sqf_deadline now = sqf_now();
+        if (now >= deadline) {
+            /* If we consumed a wake-up, the unlock that sent it may have
+             * cleared PARKED: set it again so the next unlock wakes another
+             * sleeper in our place. */
+            if (woken && !(v & MU_PARKED) && !at_cas(w, &v, v | MU_PARKED, RLX)) continue;
+            return ETIMEDOUT;
+        }
+        uint32_t want = v | MU_PARKED;
+        if (now - since > MU_STARVE_NS) want |= MU_STARVING;
+        if (want != v && !at_cas(w, &v, want, RLX)) continue;
+        woken = sqf_wait(w, want, deadline, shared) == SQF_WAIT_WOKEN;
+    }
+}
+
+int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline)
+{
+    if (!m) return EINVAL;
+    sqf_word *w = mu_word(m);
+    if (try_take(w, 0)) return 0;
+    if (spin_acquire(w, deadline)) return 0;
+    return lock_sleep(m, deadline, false);
+}
+
+void sqf_mutex_relock_(sqf_mutex *m, bool woken)
+{
+    (void)lock_sleep(m, SQF_FOREVER, woken);
+}
+
+int sqf_mutex_trylock_slow_(sqf_mutex *m)
+{
+    if (!m) return EINVAL;
+    return try_take(mu_word(m), 0) ? 0 : EBUSY;
+}
+
+/* A hand-off found nobody to wake: release the lock after all, unless some
+ * woken thread has taken it meanwhile (then HANDOFF is already clear). */
+static void revoke_handoff(sqf_word *w, bool shared)
+{
+    uint32_t v = at_load(w, RLX);
+    while (v & MU_HANDOFF) {
+        if (at_cas(w, &v, v & ~(MU_LOCKED | MU_HANDOFF | MU_PARKED | MU_STARVING), REL)) {
+            if (v & MU_PARKED) sqf_wake(w, 1, shared);
+            return;
+        }
+    }
+}
+
+int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
+{
+    if (!m) return EINVAL;
+    sqf_word *w = mu_word(m);
+    bool shared = mu_shared(m);
+    uint32_t v = at_load(w, RLX);
+    for (;;) {
+        if (!(v & MU_LOCKED) || (v & MU_HANDOFF)) return EPERM;
+        if ((v & MU_PARKED) && (fair || (v & MU_STARVING))) {
+            /* Hand off: LOCKED stays set, so no barging thread can take it;
+             * the woken sleeper clears HANDOFF and owns the lock. */
+            if (!at_cas(w, &v, v | MU_HANDOFF, REL)) continue;
+            if (sqf_wake(w, 1, shared) == 0) revoke_handoff(w, shared);
+            return 0;
+        }
+        if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_PARKED | MU_STARVING), REL)) continue;
+        if (v & MU_PARKED) sqf_wake(w, 1, shared);
+        return 0;
+    }
+}
+
+int sqf_mutex_unlock_fair(sqf_mutex *m)
+{
+    return sqf_mutex_unlock_slow_(m, 1);
+}
+
+int sqf_mutex_init(sqf_mutex *m, unsigned flags)
+{
+    if (!m || (flags & ~SQF_SHARED)) return EINVAL;
+    if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    at_store(mu_word(m), (flags & SQF_SHARED) ? MU_SHARED : 0, REL);
+    return 0;
+}
+
+int sqf_mutex_destroy(sqf_mutex *m)
+{
+    if (!m) return EINVAL;
+    return (at_load(mu_word(m), ACQ) & MU_LOCKED) ? EBUSY : 0;
+}
+
+/* The out-of-line forms of the header's inline fast paths (used from C++,
+ * with SQF_NO_INLINE, and by the library itself). */
+int sqf_mutex_lock(sqf_mutex *m)
+{
+    uint32_t z = 0;
+    if (m && at_cas(mu_word(m), &z, MU_LOCKED, ACQ)) return 0;
+    return sqf_mutex_lock_slow_(m, SQF_FOREVER);
+}
+
+int sqf_mutex_trylock(sqf_mutex *m)
+{
+    uint32_t z = 0;
+    if (m && at_cas(mu_word(m), &z, MU_LOCKED, ACQ)) return 0;
+    return sqf_mutex_trylock_slow_(m);
+}
+
+int sqf_mutex_timedlock(sqf_mutex *m, sqf_deadline deadline)
+{
+    uint32_t z = 0;
+    if (m && at_cas(mu_word(m), &z, MU_LOCKED, ACQ)) return 0;
+    return sqf_mutex_lock_slow_(m, deadline);
+}
+
+int sqf_mutex_unlock(sqf_mutex *m)
+{
+    uint32_t l = MU_LOCKED;
+    if (m && at_cas(mu_word(m), &l, 0, REL)) return 0;
+    return sqf_mutex_unlock_slow_(m, 0);
+}

@@ -1,0 +1,2 @@
+/* once.c: placeholder until sqf_once lands. */
+typedef int sqf_once_placeholder_;

@@ -1,0 +1,2 @@
+/* sem.c: placeholder until sqf_sem lands. */
+typedef int sqf_sem_placeholder_;

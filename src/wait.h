@@ -1,0 +1,53 @@
+/* wait.h: the OS seam.  The only interface through which the library blocks
+ * a thread or wakes one.  Its semantics are those of a Linux futex, whatever
+ * the backend:
+ *
+ * - A waiter sleeps on the address of a 32-bit word, and only if the word
+ *   still holds `expected` at the moment it is queued; the check and the
+ *   queueing are atomic with respect to sqf_wake and sqf_requeue on that
+ *   address.  So a waker that changes the word and then wakes can never be
+ *   missed: either the waiter sees the new value, or it is queued in time
+ *   to be woken.
+ * - Waiters on one address are woken in arrival order (FIFO), as far as the
+ *   backend can promise it (Linux: FIFO among threads of equal priority).
+ * - `shared` selects process-shared waiting (the word may be mapped in
+ *   several processes).  The portable backend cannot do that and
+ *   sqf_wait_shared_supported() tells.
+ *
+ * The futex backend is src/wait/futex_linux.c; the portable backend,
+ * src/wait/portable.c, keeps a hashed table of queues keyed by address, each
+ * waiter sleeping on its own condition variable so that wake-ups are exact.
+ */
+#ifndef SQF_SRC_WAIT_H
+#define SQF_SRC_WAIT_H
+
+#include <stdbool.h>
+
+#include <squarefree/time.h>
+
+#include "atomic.h"
+
+/* Results of sqf_wait. */
+#define SQF_WAIT_WOKEN 0 /* dequeued by sqf_wake or after sqf_requeue */
+/* EAGAIN: the word did not hold `expected`; the thread never slept.
+ * ETIMEDOUT: the deadline passed while queued (the thread was not woken).
+ * EINTR: returned for another reason (signal, spurious): re-check and retry. */
+
+/* Sleep while *word == expected, until woken or the deadline passes.
+ * A deadline already past returns ETIMEDOUT at once without checking. */
+int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared);
+
+/* Wake up to n (>= 1; INT32_MAX for all) threads sleeping on word.
+ * Returns how many were woken. */
+int sqf_wake(sqf_word *word, int n, bool shared);
+
+/* If *from == expected: wake up to nwake threads sleeping on `from` and move
+ * up to nmove of the rest onto `to`, where a later sqf_wake(to) finds them;
+ * returns the number woken plus moved.  If *from != expected: returns
+ * -EAGAIN and does nothing. */
+int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int nmove, bool shared);
+
+/* Whether this backend supports shared (cross-process) waiting. */
+bool sqf_wait_shared_supported(void);
+
+#endif

@@ -1,0 +1,65 @@
+/* futex_linux.c: the wait seam on Linux futexes.
+ *
+ * Waits use FUTEX_WAIT_BITSET with FUTEX_BITSET_MATCH_ANY, which takes an
+ * absolute CLOCK_MONOTONIC deadline, so retries never drift.  Private
+ * futexes (FUTEX_PRIVATE_FLAG) skip the kernel's mm lookup; shared ones are
+ * keyed by the backing page and work across processes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../wait.h"
+
+static long futex(sqf_word *uaddr, int op, uint32_t val, const struct timespec *ts,
+                  sqf_word *uaddr2, uint32_t val3, bool shared)
+{
+    if (!shared) op |= FUTEX_PRIVATE_FLAG;
+    return syscall(SYS_futex, uaddr, op, val, ts, uaddr2, val3);
+}
+
+int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared)
+{
+    struct timespec ts, *tsp = NULL;
+    if (deadline != SQF_FOREVER) {
+        if (deadline <= sqf_now()) return ETIMEDOUT;
+        ts.tv_sec = (time_t)(deadline / SQF_SEC);
+        ts.tv_nsec = (long)(deadline % SQF_SEC);
+        tsp = &ts;
+    }
+    if (futex(word, FUTEX_WAIT_BITSET, expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY, shared) == 0)
+        return SQF_WAIT_WOKEN;
+    switch (errno) {
+    case EAGAIN:
+        return EAGAIN;
+    case ETIMEDOUT:
+        return ETIMEDOUT;
+    default:
+        return EINTR; /* EINTR, or anything else: the caller re-checks */
+    }
+}
+
+int sqf_wake(sqf_word *word, int n, bool shared)
+{
+    long r = futex(word, FUTEX_WAKE, (uint32_t)n, NULL, NULL, 0, shared);
+    return r > 0 ? (int)r : 0;
+}
+
+int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int nmove, bool shared)
+{
+    /* FUTEX_CMP_REQUEUE passes nmove in the timeout argument's slot. */
+    long r = futex(from, FUTEX_CMP_REQUEUE, (uint32_t)nwake,
+                   (const struct timespec *)(uintptr_t)(uint32_t)nmove, to, expected, shared);
+    if (r >= 0) return (int)r;
+    return errno == EAGAIN ? -EAGAIN : 0;
+}
+
+bool sqf_wait_shared_supported(void)
+{
+    return true;
+}
