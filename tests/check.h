@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <unistd.h>
 
 static long check_passed_, check_failed_;
 
@@ -51,6 +53,23 @@ static inline long soak(long n)
     if (!s || !*s) return n;
     long k = atol(s);
     return n * (k > 1 ? k : 100);
+}
+
+static void watchdog_fire_(int sig)
+{
+    (void)sig;
+    static const char msg[] = "watchdog: the test did not finish in time (a lost wake-up?)\n";
+    ssize_t r = write(2, msg, sizeof msg - 1);
+    (void)r;
+    _exit(3);
+}
+
+/* Fail the whole test (exit 3) if it has not finished within `seconds`
+ * (multiplied by the soak factor): a hang is reported, never waited out. */
+static inline void watchdog(unsigned seconds)
+{
+    signal(SIGALRM, watchdog_fire_);
+    alarm((unsigned)soak((long)seconds));
 }
 
 /* Start n threads running fn(&args[i]) (args may be NULL: then fn(NULL)),
