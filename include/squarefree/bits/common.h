@@ -13,6 +13,7 @@
 #define SQUAREFREE_BITS_COMMON_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__cplusplus)
