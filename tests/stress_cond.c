@@ -1,0 +1,133 @@
+/* stress_cond.c: no lost wake-ups in sqf_cond.
+ *
+ * 1. Broadcast rounds with 1,000 waiters: every waiter must see every round
+ *    (a waiter left asleep after a broadcast hangs the round; the watchdog
+ *    reports it).
+ * 2. Producers and consumers on a bounded count with one signal per item,
+ *    consumers using untimed and very short timed waits at random: every
+ *    item is consumed exactly once and nobody stays asleep. */
+#include <squarefree/cond.h>
+
+#include "atomic.h"
+#include "check.h"
+
+enum { WAITERS = 1000, ROUNDS = 5 };
+
+static sqf_mutex mu = SQF_MUTEX_INIT;
+static sqf_cond cv = SQF_COND_INIT;
+static sqf_cond done_cv = SQF_COND_INIT;
+static long generation; /* guarded by mu */
+static int arrived;     /* guarded by mu: waiters that saw this generation */
+
+static void *round_waiter(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(sqf_mutex_lock(&mu), 0);
+    for (long seen = 0; seen < ROUNDS;) {
+        while (generation == seen)
+            CHECK_EQ(sqf_cond_wait(&cv, &mu), 0);
+        seen = generation;
+        if (++arrived == WAITERS) CHECK_EQ(sqf_cond_signal(&done_cv), 0);
+    }
+    CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+    return NULL;
+}
+
+static void broadcast_rounds(void)
+{
+    pthread_t *t = calloc(WAITERS, sizeof *t);
+    int started = 0;
+    for (; started < WAITERS; started++)
+        if (start_small_thread(&t[started], round_waiter, NULL) != 0) break;
+    CHECK_EQ(started, WAITERS);
+    for (int r = 1; r <= ROUNDS && started == WAITERS; r++) {
+        CHECK_EQ(sqf_mutex_lock(&mu), 0);
+        arrived = 0;
+        generation = r;
+        CHECK_EQ(sqf_cond_broadcast(&cv), 0);
+        while (arrived < WAITERS)
+            CHECK_EQ(sqf_cond_wait(&done_cv, &mu), 0);
+        CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+    }
+    if (started < WAITERS) { /* release whoever started, so the join ends */
+        sqf_mutex_lock(&mu);
+        generation = ROUNDS;
+        sqf_cond_broadcast(&cv);
+        sqf_mutex_unlock(&mu);
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+}
+
+enum { PRODUCERS = 4, CONSUMERS = 6 };
+static long items;     /* guarded by mu: produced, not yet consumed */
+static long remaining; /* guarded by mu: items still to be produced or consumed */
+static long per_producer;
+static sqf_word consumed_total, timed_out;
+
+static void *producer(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    for (long i = 0; i < per_producer; i++) {
+        CHECK_EQ(sqf_mutex_lock(&mu), 0);
+        items++;
+        bool inside = (seed = seed * 1103515245u + 12345u) & 0x10000;
+        if (inside) CHECK_EQ(sqf_cond_signal(&cv), 0);
+        CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+        if (!inside) CHECK_EQ(sqf_cond_signal(&cv), 0);
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg * 7919u;
+    CHECK_EQ(sqf_mutex_lock(&mu), 0);
+    for (;;) {
+        while (items == 0 && remaining > 0) {
+            seed = seed * 1103515245u + 12345u;
+            if (seed & 0x30000) {
+                CHECK_EQ(sqf_cond_wait(&cv, &mu), 0);
+            } else {
+                int e = sqf_cond_timedwait(&cv, &mu, sqf_after((seed >> 20) % 50 * SQF_US));
+                CHECK(e == 0 || e == ETIMEDOUT);
+                if (e == ETIMEDOUT) at_add(&timed_out, 1, RLX);
+            }
+        }
+        if (remaining == 0) break;
+        items--;
+        if (--remaining == 0) CHECK_EQ(sqf_cond_broadcast(&cv), 0); /* release the rest */
+        at_add(&consumed_total, 1, RLX);
+    }
+    CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+    return NULL;
+}
+
+static void producers_consumers(void)
+{
+    per_producer = soak(50000);
+    remaining = PRODUCERS * per_producer;
+    pthread_t p[PRODUCERS], c[CONSUMERS];
+    for (int i = 0; i < CONSUMERS; i++)
+        pthread_create(&c[i], NULL, consumer, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < PRODUCERS; i++)
+        pthread_create(&p[i], NULL, producer, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < PRODUCERS; i++)
+        pthread_join(p[i], NULL);
+    for (int i = 0; i < CONSUMERS; i++)
+        pthread_join(c[i], NULL);
+    CHECK_EQ(at_load(&consumed_total, SC), PRODUCERS * per_producer);
+    CHECK_EQ(items, 0);
+    CHECK_EQ(sqf_cond_destroy(&cv), 0);
+    printf("timed waits that expired: %u\n", at_load(&timed_out, RLX));
+}
+
+int main(void)
+{
+    watchdog(120);
+    for (long i = 0, n = soak(1); i < n; i++)
+        broadcast_rounds();
+    producers_consumers();
+    return check_done();
+}

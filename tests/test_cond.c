@@ -1,0 +1,140 @@
+/* test_cond.c: sqf_cond's contract: errors, time-outs, signal, broadcast. */
+#include <squarefree/cond.h>
+
+#include "atomic.h"
+#include "check.h"
+#include "mutex_word.h"
+
+static sqf_mutex mu = SQF_MUTEX_INIT;
+static sqf_cond cv = SQF_COND_INIT;
+static int tokens;        /* guarded by mu */
+static sqf_word consumed; /* threads that took a token */
+static sqf_word sleeping; /* threads inside wait */
+
+static void test_bad_input(void)
+{
+    sqf_mutex m = SQF_MUTEX_INIT;
+    sqf_cond c = SQF_COND_INIT;
+    CHECK_EQ(sqf_cond_init(NULL, 0), EINVAL);
+    CHECK_EQ(sqf_cond_init(&c, 4), EINVAL);
+    CHECK_EQ(sqf_cond_destroy(NULL), EINVAL);
+    CHECK_EQ(sqf_cond_wait(NULL, &m), EINVAL);
+    CHECK_EQ(sqf_cond_wait(&c, NULL), EINVAL);
+    CHECK_EQ(sqf_cond_timedwait(NULL, &m, SQF_FOREVER), EINVAL);
+    CHECK_EQ(sqf_cond_signal(NULL), EINVAL);
+    CHECK_EQ(sqf_cond_broadcast(NULL), EINVAL);
+
+    /* Waiting with a mutex not held: EPERM, no waiter counted, no sleep. */
+    CHECK_EQ(sqf_cond_wait(&c, &m), EPERM);
+    CHECK_EQ(sqf_cond_timedwait(&c, &m, sqf_after(SQF_SEC)), EPERM);
+    CHECK_EQ(at_load((sqf_word *)&c.waiters, SC), 0);
+    CHECK_EQ(at_load(mu_word(&m), SC), 0);
+
+    if (SQF_TEST_SHARED_EXPECTED) {
+        /* A shared condition variable with a private mutex is refused. */
+        sqf_cond sc;
+        CHECK_EQ(sqf_cond_init(&sc, SQF_SHARED), 0);
+        CHECK_EQ(sqf_mutex_lock(&m), 0);
+        CHECK_EQ(sqf_cond_timedwait(&sc, &m, sqf_after(SQF_SEC)), EINVAL);
+        CHECK(at_load(mu_word(&m), SC) & MU_LOCKED); /* still held */
+        CHECK_EQ(sqf_mutex_unlock(&m), 0);
+    } else {
+        CHECK_EQ(sqf_cond_init(&c, SQF_SHARED), ENOTSUP);
+    }
+}
+
+static void test_timeouts(void)
+{
+    sqf_mutex m = SQF_MUTEX_INIT;
+    sqf_cond c = SQF_COND_INIT;
+    CHECK_EQ(sqf_mutex_lock(&m), 0);
+    CHECK_EQ(sqf_cond_timedwait(&c, &m, sqf_now() - 1), ETIMEDOUT);
+    CHECK_EQ(sqf_mutex_trylock(&m), EBUSY); /* held again on return */
+    sqf_deadline t0 = sqf_now();
+    CHECK_EQ(sqf_cond_timedwait(&c, &m, t0 + 30 * SQF_MS), ETIMEDOUT);
+    CHECK(sqf_now() - t0 >= 30 * SQF_MS);
+    CHECK_EQ(sqf_mutex_trylock(&m), EBUSY);
+    CHECK_EQ(at_load((sqf_word *)&c.waiters, SC), 0);
+    CHECK_EQ(sqf_mutex_unlock(&m), 0);
+    CHECK_EQ(sqf_cond_signal(&c), 0); /* nobody waits: nothing happens */
+    CHECK_EQ(sqf_cond_broadcast(&c), 0);
+    CHECK_EQ(at_load((sqf_word *)&c.seq, SC), 0);
+    CHECK_EQ(sqf_cond_destroy(&c), 0);
+}
+
+static void *consumer(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(sqf_mutex_lock(&mu), 0);
+    at_add(&sleeping, 1, SC);
+    while (tokens == 0)
+        CHECK_EQ(sqf_cond_wait(&cv, &mu), 0);
+    at_sub(&sleeping, 1, SC);
+    tokens--;
+    at_add(&consumed, 1, SC);
+    CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+    return NULL;
+}
+
+static void wait_consumed(uint32_t n)
+{
+    sqf_deadline stop = sqf_after(10 * SQF_SEC);
+    while (at_load(&consumed, SC) < n && sqf_now() < stop)
+        usleep(500);
+}
+
+/* One token and one signal per consumer: each signal must release one. */
+static void test_signal_and_destroy(void)
+{
+    enum { N = 5 };
+    pthread_t t[N];
+    for (int i = 0; i < N; i++)
+        pthread_create(&t[i], NULL, consumer, NULL);
+    while (at_load(&sleeping, SC) < N)
+        usleep(500);
+    usleep(20 * 1000);
+    CHECK_EQ(sqf_cond_destroy(&cv), EBUSY);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(sqf_mutex_lock(&mu), 0);
+        tokens++;
+        CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+        CHECK_EQ(sqf_cond_signal(&cv), 0);
+        wait_consumed((uint32_t)i + 1);
+        CHECK_EQ(at_load(&consumed, SC), i + 1);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ(sqf_cond_destroy(&cv), 0);
+}
+
+/* Broadcast wakes all: they pass through the mutex one by one. */
+static void test_broadcast(void)
+{
+    enum { N = 50 };
+    at_store(&consumed, 0, SC);
+    pthread_t t[N];
+    for (int i = 0; i < N; i++)
+        pthread_create(&t[i], NULL, consumer, NULL);
+    while (at_load(&sleeping, SC) < N)
+        usleep(500);
+    usleep(20 * 1000);
+    CHECK_EQ(sqf_mutex_lock(&mu), 0);
+    tokens = N;
+    CHECK_EQ(sqf_cond_broadcast(&cv), 0);
+    CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ(at_load(&consumed, SC), N);
+    CHECK_EQ(tokens, 0);
+    CHECK_EQ(at_load((sqf_word *)&cv.waiters, SC), 0);
+}
+
+int main(void)
+{
+    watchdog(60);
+    test_bad_input();
+    test_timeouts();
+    test_signal_and_destroy();
+    test_broadcast();
+    return check_done();
+}
