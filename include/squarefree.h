@@ -6,5 +6,6 @@
 #include <squarefree/time.h>
 #include <squarefree/mutex.h>
 #include <squarefree/cond.h>
+#include <squarefree/sem.h>
 
 #endif

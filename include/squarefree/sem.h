@@ -1,0 +1,221 @@
+/* squarefree/sem.h: a counting semaphore, optionally bounded.
+ *
+ * What it is for: handing out a limited number of permits (a pool of N
+ * connections, the free and the filled slots of a bounded queue), or
+ * counting events that producers signal to consumers, as POSIX sem_t does,
+ * but
+ * - twelve bytes, zero-initialised, no destructor needed, no heap;
+ * - an acquire that finds a permit is an inline load and one
+ *   compare-and-swap; a release when nobody waits is an inline
+ *   compare-and-swap and a load, and makes no system call;
+ * - release(n) adds n permits at once and wakes up to n sleepers with one
+ *   kernel call;
+ * - an optional bound: a release that would push the value past it fails
+ *   with EOVERFLOW and changes nothing (a double release shows up as an
+ *   error instead of a silently larger pool).
+ *
+ *     static sqf_sem slots;   // at start-up: sqf_sem_init(&slots, 4, 4, SQF_PRIVATE);
+ *
+ *     void use_device(void) {          // at most four threads in here at once
+ *         sqf_sem_acquire(&slots);
+ *         talk_to_device();
+ *         sqf_sem_release(&slots, 1);
+ *     }
+ *
+ * Errors (every function returns 0 or one of these, and a failed call
+ * changes nothing: no permit and no wake-up is lost):
+ * - sqf_sem_init: EINVAL for a NULL semaphore, flags other than
+ *   SQF_PRIVATE/SQF_SHARED, max > SQF_SEM_VALUE_MAX, or value > max (with
+ *   max == 0, the bound, SQF_SEM_VALUE_MAX); ENOTSUP for SQF_SHARED with a
+ *   wait backend that cannot share (portable).
+ * - sqf_sem_destroy: EINVAL; EBUSY while a thread is inside a blocking
+ *   acquire (asleep or about to be).
+ * - sqf_sem_acquire: EINVAL.
+ * - sqf_sem_tryacquire: EINVAL; EBUSY when the value is 0 (the library's
+ *   rule: a try that would have to wait returns EBUSY).  It never fails
+ *   merely because another thread changed the value at the same moment.
+ * - sqf_sem_timedacquire: EINVAL; ETIMEDOUT when the deadline passed and no
+ *   permit was taken.  A deadline already past means "try once" (it never
+ *   sleeps).  A call whose deadline passes just as a permit arrives may
+ *   take the permit and return 0 slightly after the deadline rather than
+ *   leave the permit to nobody.
+ * - sqf_sem_release: EINVAL for NULL, n == 0 or n > SQF_SEM_VALUE_MAX;
+ *   EOVERFLOW when value + n would exceed the bound.
+ * - sqf_sem_getvalue: EINVAL for either pointer NULL.
+ *
+ * Memory ordering: release is a release operation and a successful acquire
+ * (any form) is an acquire operation on the semaphore: everything a thread
+ * wrote before sqf_sem_release happens-before everything done after the
+ * acquire that takes one of those permits (indeed after any acquire that
+ * succeeds later, since every change of the value is a read-modify-write).
+ * Failed calls order nothing, and sqf_sem_getvalue is a snapshot that
+ * orders nothing (the value may have changed by the time it returns).
+ *
+ * Fairness: none beyond what follows, and no starvation guarantee.  A
+ * permit goes to whichever thread takes it first: a running thread may
+ * "barge" ahead of sleeping ones.  That keeps permits in use without
+ * waiting for a sleeper to be scheduled.  Sleepers are woken in the order
+ * they went to sleep (the kernel's FIFO queue; the portable backend keeps
+ * FIFO too), but a woken sleeper that finds its permit already taken by a
+ * barger sleeps again, at the back of the queue.  So under sustained
+ * contention one thread may, in principle, wait indefinitely.  Unlike
+ * sqf_mutex there is no direct hand-off to a starving waiter; build FIFO
+ * admission on top (a ticket per waiter) if you need it.
+ *
+ * How it waits: an acquire that finds the value 0 does not spin; it counts
+ * itself in `waiters` and sleeps on the value word until it is non-zero.
+ *
+ * Wake-ups: release(n) makes at most one kernel call, a FUTEX_WAKE of
+ * min(n, waiters), so handing n permits to n sleepers costs the releaser
+ * O(1) system calls and the n threads O(n) wake-ups in total; it never
+ * wakes more threads than it adds permits.  A release that finds nobody in
+ * a blocking acquire makes no system call, nor does an acquire that finds a
+ * permit.  A woken thread that loses its permit to a barger goes back to
+ * sleep; each permit causes at most one such futile wake-up.  A timed
+ * acquire that was woken, found no permit and then timed out passes one
+ * wake-up on if it sees permits and other waiters as it leaves (a safety
+ * net; see sem.c), so at most one more call per such time-out.
+ *
+ * Lifetime: the memory may be reused once sqf_sem_destroy returns 0 and no
+ * call on the semaphore is still running.  Note that this is stricter than
+ * POSIX sem_destroy: after publishing its permits, sqf_sem_release reads the
+ * waiter count.  So a thread that takes the last permit must not free the
+ * semaphore while the thread that released it may still be returning from
+ * sqf_sem_release (join it, or synchronise with it otherwise first).
+ *
+ * State words (invariants):
+ *   value    the permits available, 0..bound.  The futex word: blocking
+ *            acquirers sleep on it while it is 0.  Changed only by
+ *            compare-and-swap: an acquire takes v -> v-1 for v > 0, a
+ *            release takes v -> v+n only if v+n <= bound.  It never exceeds
+ *            the bound and never wraps.
+ *   waiters  the number of threads inside a blocking acquire, asleep or
+ *            not: counted before their last look at `value`, uncounted as
+ *            they leave.  Never less than the number asleep on `value`, so
+ *            a release that reads 0 here (after publishing its permits) has
+ *            nobody to wake.  It may count a thread that is about to leave;
+ *            that costs at most a wake-up call that finds nobody.
+ *   max      bits 0..30: the bound; 0 means SQF_SEM_VALUE_MAX.  bit 31:
+ *            SHARED (sleep on process-shared futexes).  Written only by
+ *            sqf_sem_init.
+ *   No permit is stranded: whenever value > 0 and a thread sleeps on it,
+ *   either a release that saw it counted is about to wake it, or another
+ *   counted thread is awake and will look at `value` before it sleeps or
+ *   leaves.  All zero is valid: value 0, unbounded, private, nobody waiting.
+ */
+#ifndef SQUAREFREE_SEM_H
+#define SQUAREFREE_SEM_H
+
+#include <squarefree/bits/common.h>
+#include <squarefree/time.h>
+
+SQF_BEGIN_DECLS
+
+typedef struct sqf_sem {
+    SQF_WORD value; /* see the invariants above; touch only through this API */
+    SQF_WORD waiters;
+    SQF_WORD max;
+} sqf_sem;
+
+/** A statically initialised semaphore: value 0, unbounded, process-private
+ *  (all zero). */
+#define SQF_SEM_INIT                                                                               \
+    {                                                                                              \
+        0, 0, 0                                                                                    \
+    }
+
+/** The largest value any semaphore may hold, and the bound of an unbounded one. */
+#define SQF_SEM_VALUE_MAX 0x7fffffffu
+
+/** Initialise *s with `value` permits and the bound `max` (0: unbounded,
+ *  that is SQF_SEM_VALUE_MAX).  flags: SQF_PRIVATE (0) or SQF_SHARED.
+ *  Needed only for a non-zero value, a bound, SQF_SHARED or to reuse
+ *  memory; zeroed memory is a valid semaphore.  Must not race with any other
+ *  call on *s.  Errors: EINVAL, ENOTSUP. */
+SQF_API int sqf_sem_init(sqf_sem *s, unsigned value, unsigned max, unsigned flags);
+
+/** Check that no thread waits on *s, so that its memory may be reused (see
+ *  "Lifetime" above).  Errors: EINVAL; EBUSY while threads wait (nothing
+ *  changes). */
+SQF_API int sqf_sem_destroy(sqf_sem *s);
+
+/** Store the number of permits available now in *value.  Errors: EINVAL. */
+SQF_API int sqf_sem_getvalue(sqf_sem *s, unsigned *value);
+
+/* Out-of-line halves of the inline functions below; not for direct use. */
+SQF_API int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline);
+SQF_API int sqf_sem_tryacquire_slow_(sqf_sem *s);
+SQF_API int sqf_sem_release_slow_(sqf_sem *s, unsigned n);
+SQF_API void sqf_sem_wake_(sqf_sem *s, unsigned nwake, int shared);
+
+#if SQF_INLINE_FAST_PATH
+
+/* One attempt at taking a permit: a load and, if there is a permit, one
+ * compare-and-swap.  Failure (value 0, or a lost race) goes to the slow
+ * path, which retries while the value is non-zero. */
+static inline int sqf_sem_take_inline_(sqf_sem *s)
+{
+    uint32_t v = atomic_load_explicit(&s->value, memory_order_relaxed);
+    return v != 0 && atomic_compare_exchange_strong_explicit(
+                         &s->value, &v, v - 1, memory_order_acquire, memory_order_relaxed);
+}
+
+/** Take a permit, sleeping as long as it takes.  Errors: EINVAL. */
+static inline int sqf_sem_acquire(sqf_sem *s)
+{
+    if (SQF_LIKELY(s != NULL) && sqf_sem_take_inline_(s)) return 0;
+    return sqf_sem_acquire_slow_(s, SQF_FOREVER);
+}
+
+/** Take a permit if one is available now.  Errors: EINVAL; EBUSY if the
+ *  value is 0. */
+static inline int sqf_sem_tryacquire(sqf_sem *s)
+{
+    if (SQF_LIKELY(s != NULL) && sqf_sem_take_inline_(s)) return 0;
+    return sqf_sem_tryacquire_slow_(s);
+}
+
+/** Take a permit, waiting until the deadline at most.
+ *  Errors: EINVAL; ETIMEDOUT (no permit taken). */
+static inline int sqf_sem_timedacquire(sqf_sem *s, sqf_deadline deadline)
+{
+    if (SQF_LIKELY(s != NULL) && sqf_sem_take_inline_(s)) return 0;
+    return sqf_sem_acquire_slow_(s, deadline);
+}
+
+/** Add n permits and wake up to n sleepers (one kernel call; none if nobody
+ *  waits).  Errors: EINVAL; EOVERFLOW if value + n would exceed the bound
+ *  (nothing changes). */
+static inline int sqf_sem_release(sqf_sem *s, unsigned n)
+{
+    if (SQF_LIKELY(s != NULL)) {
+        uint32_t m = atomic_load_explicit(&s->max, memory_order_relaxed);
+        uint32_t bound = m & SQF_SEM_VALUE_MAX;
+        if (bound == 0) bound = SQF_SEM_VALUE_MAX;
+        uint32_t v = atomic_load_explicit(&s->value, memory_order_relaxed);
+        /* n - 1 < bound: 1 <= n <= bound, so bound - n cannot wrap. */
+        if (SQF_LIKELY(n - 1u < bound && v <= bound - n) &&
+            atomic_compare_exchange_strong_explicit(&s->value, &v, v + n, memory_order_seq_cst,
+                                                    memory_order_relaxed)) {
+            /* Read after the seq_cst add: see sem.c (the Dekker pair). */
+            uint32_t w = atomic_load_explicit(&s->waiters, memory_order_seq_cst);
+            if (SQF_LIKELY(w == 0)) return 0;
+            sqf_sem_wake_(s, n < w ? n : w, (int)(m >> 31));
+            return 0;
+        }
+    }
+    return sqf_sem_release_slow_(s, n);
+}
+
+#else
+
+SQF_API int sqf_sem_acquire(sqf_sem *s);
+SQF_API int sqf_sem_tryacquire(sqf_sem *s);
+SQF_API int sqf_sem_timedacquire(sqf_sem *s, sqf_deadline deadline);
+SQF_API int sqf_sem_release(sqf_sem *s, unsigned n);
+
+#endif
+
+SQF_END_DECLS
+
+#endif
