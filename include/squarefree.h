@@ -7,5 +7,6 @@
 #include <squarefree/mutex.h>
 #include <squarefree/cond.h>
 #include <squarefree/sem.h>
+#include <squarefree/once.h>
 
 #endif

@@ -1,2 +1,101 @@
-/* once.c: placeholder until sqf_once lands. */
-typedef int sqf_once_placeholder_;
+/* once.c: sqf_once's slow path: claiming the run, sleeping while another
+ * caller runs fn, and waking every sleeper when the run ends.  The state
+ * word's invariants are documented in include/squarefree/once.h; the
+ * comments here say why each step is safe.
+ *
+ * The whole protocol lives in one word, so it needs no Dekker-style fences:
+ * a caller about to sleep sets SLEEPERS with a CAS on the very word the
+ * runner later exchanges, and the futex check (sleep only while the word
+ * still holds RUNNING|SLEEPERS) closes the gap between that CAS and the
+ * sleep.  Either the runner's exchange comes first (then the CAS or the
+ * futex check fails and the caller re-reads), or it sees SLEEPERS and wakes.
+ */
+#include <squarefree/once.h>
+
+#include "atomic.h"
+#include "wait.h"
+
+#define ONCE_RUNNING  (1u << 0)
+#define ONCE_SLEEPERS (1u << 1)
+#define ONCE_DONE     SQF_ONCE_DONE_
+#define ONCE_SHARED   (1u << 3)
+
+_Static_assert(ONCE_DONE == (1u << 2), "the header's DONE bit moved");
+
+static inline sqf_word *once_word(sqf_once *o)
+{
+    return (sqf_word *)&o->state;
+}
+
+/* End this caller's run of fn: publish its result and wake every sleeper
+ * with one call, if anyone announced that it sleeps. */
+static void finish_run(sqf_word *w, uint32_t to)
+{
+    /* REL: on success, fn's writes happen-before every acquire load that
+     * sees DONE; on failure, before the next run's claiming CAS. */
+    uint32_t old = at_xchg(w, to, REL);
+    if (old & ONCE_SLEEPERS) sqf_wake(w, INT32_MAX, (old & ONCE_SHARED) != 0);
+}
+
+int sqf_once_run_slow_(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline)
+{
+    if (!o || !fn) return EINVAL;
+    sqf_word *w = once_word(o);
+    uint32_t v = at_load(w, ACQ);
+    for (;;) {
+        if (v & ONCE_DONE) return 0; /* ACQ load: fn's writes are visible */
+        if (!(v & ONCE_RUNNING)) {
+            /* Not run (or the last run failed): claim the run.  ACQ orders
+             * us after a failed run's reset, as a mutex would. */
+            if (!at_cas(w, &v, v | ONCE_RUNNING, ACQ)) continue;
+            uint32_t shared = v & ONCE_SHARED;
+            int r = fn(arg);
+            /* Nobody else changes the word while we run, except to add
+             * SLEEPERS, which the exchange clears (and reports). */
+            finish_run(w, r == 0 ? (shared | ONCE_DONE) : shared);
+            return r;
+        }
+        /* Another caller runs fn.  A passed deadline means no waiting. */
+        if (deadline != SQF_FOREVER && deadline <= sqf_now()) return ETIMEDOUT;
+        if (!(v & ONCE_SLEEPERS)) {
+            /* Announce that we will sleep, so that the run's end wakes us.
+             * ACQ, for the failure ordering: a failed CAS may have read
+             * DONE, and the loop then returns 0 on that value. */
+            if (!at_cas(w, &v, v | ONCE_SLEEPERS, ACQ)) continue;
+            v |= ONCE_SLEEPERS;
+        }
+        /* Sleeps only while the word still holds v: an exchange by the
+         * runner in between makes it return EAGAIN at once.  Whatever it
+         * returns (woken, EAGAIN, a time-out, a signal), re-read and decide
+         * again: the time-out is noticed by the deadline check above. */
+        (void)sqf_wait(w, v, deadline, (v & ONCE_SHARED) != 0);
+        v = at_load(w, ACQ);
+    }
+}
+
+int sqf_once_init(sqf_once *o, unsigned flags)
+{
+    if (!o || (flags & ~SQF_SHARED)) return EINVAL;
+    if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    at_store(once_word(o), (flags & SQF_SHARED) ? ONCE_SHARED : 0, REL);
+    return 0;
+}
+
+/* The out-of-line forms of the header's inline fast paths (used from C++,
+ * with SQF_NO_INLINE, and by the library itself). */
+int sqf_once_run(sqf_once *o, int (*fn)(void *arg), void *arg)
+{
+    if (o && fn && (at_load(once_word(o), ACQ) & ONCE_DONE)) return 0;
+    return sqf_once_run_slow_(o, fn, arg, SQF_FOREVER);
+}
+
+int sqf_once_timedrun(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline)
+{
+    if (o && fn && (at_load(once_word(o), ACQ) & ONCE_DONE)) return 0;
+    return sqf_once_run_slow_(o, fn, arg, deadline);
+}
+
+int sqf_once_done(sqf_once *o)
+{
+    return o && (at_load(once_word(o), ACQ) & ONCE_DONE) ? 1 : 0;
+}

@@ -1,0 +1,178 @@
+/* squarefree/once.h: run a function exactly once, however many threads ask.
+ *
+ * What it is for: lazy initialisation, as pthread_once_t does, but
+ * - four bytes, zero-initialised, no destructor needed, no heap;
+ * - the function takes an argument and may fail: a nonzero result is handed
+ *   back to its caller and the once goes back to "not run", so a later call
+ *   retries (pthread_once has no way to report failure);
+ * - once the function has succeeded, every call costs one acquire load
+ *   (inline);
+ * - callers that arrive while the function runs sleep in the kernel (they
+ *   never spin or poll), and ALL of them are woken by one system call when
+ *   it finishes, so n callers cost O(n) in total, not O(n^2) (no waiter is
+ *   woken one per scheduler pass; see "the square problem" in seeds/000).
+ *
+ *     static sqf_once table_once = SQF_ONCE_INIT;
+ *     static struct table *table;
+ *
+ *     static int load_table(void *path) {
+ *         table = table_read((const char *)path);
+ *         return table ? 0 : errno;             // nonzero: not done, retry later
+ *     }
+ *
+ *     int lookup(const char *key, int *value) {
+ *         int e = sqf_once_run(&table_once, load_table, "/etc/table");
+ *         if (e) return e;                      // this call ran load_table and it failed
+ *         return table_get(table, key, value);  // table is fully visible here
+ *     }
+ *
+ * Requires: fn must not call sqf_once_run or sqf_once_timedrun on the same
+ * once, directly or indirectly.  That deadlocks (timedrun: times out), and is
+ * not detected, because who runs fn is not recorded (that would cost a
+ * thread-id load on every call).  fn must return: a thread that exits, is
+ * cancelled or longjmps out of fn leaves the once running for good, and
+ * every later caller waits forever.  sqf_once_init must not be called while
+ * other threads use the once, and its memory may be reused only after every
+ * call on it has returned (the caller that ran fn touches the word last).
+ *
+ * Errors (every function returns 0 or one of these, and a failed call
+ * changes nothing):
+ * - EINVAL: a NULL once or a NULL fn (even on a once that is done), or
+ *   flags other than SQF_PRIVATE/SQF_SHARED.
+ * - ENOTSUP: SQF_SHARED with a wait backend that cannot share (portable).
+ * - ETIMEDOUT: timedrun's deadline passed while another caller was running
+ *   fn.  A deadline already past means "try once": if fn is done the call
+ *   returns 0; if nobody runs it the call runs it (and waits for nothing);
+ *   if another caller runs it the call returns ETIMEDOUT at once.  A caller
+ *   that has started fn always runs it to the end: the deadline bounds the
+ *   waiting, never fn itself.  So does a waiter whose deadline passes just
+ *   as a run fails and leaves fn to be run again: it finds nobody running
+ *   fn, and may be the one that runs it.
+ * - Any nonzero value fn returns, unchanged, to the one caller that ran it
+ *   (only that caller: the others sleep on and retry).  Give fn results that
+ *   cannot be mistaken for the errors above if the caller must tell them
+ *   apart (EINVAL and ETIMEDOUT are ambiguous).
+ *
+ * Failure and retry: when fn returns nonzero the once returns to "not run"
+ * and every sleeper is woken.  Then one caller (a woken sleeper or a newly
+ * arriving one: which is unspecified) runs fn again, and the others sleep
+ * again.  So fn runs at most once at a time, and runs again only after a
+ * failure; it succeeds at most once in the once's lifetime (until
+ * sqf_once_init resets it).  A caller returns either 0 (fn has succeeded,
+ * whoever ran it) or the result of its own failed run of fn, or ETIMEDOUT.
+ *
+ * Memory ordering: everything fn wrote (and everything its caller wrote
+ * before calling) happens-before every return of 0 from sqf_once_run and
+ * sqf_once_timedrun, and every sqf_once_done that returns 1: fn's success is
+ * a release operation and each of those is an acquire operation on the once.
+ * Runs of fn are also ordered among themselves, as critical sections of a
+ * mutex are: a failed run, including what it wrote, happens-before the next
+ * run.  ETIMEDOUT and EINVAL order nothing.
+ *
+ * Fairness: who runs fn after a failed run is unspecified; a caller that has
+ * waited longest has no priority over one that just arrived.  Each failed run
+ * lets every sleeper compete once.  A caller of sqf_once_run therefore
+ * returns as soon as any run succeeds, but with a function that keeps failing
+ * a particular caller may never be the one that runs it (it keeps sleeping;
+ * use sqf_once_timedrun to bound that).
+ *
+ * Wake-ups: the end of a run wakes every sleeper with one kernel call (one
+ * FUTEX_WAKE of all), and makes no system call at all when nobody sleeps.  A
+ * sleeper woken by success does nothing but one load and return, so no woken
+ * thread waits for another to run: waking n sleepers costs the runner one
+ * call and the whole batch O(n).  A failed run also wakes everyone; all but
+ * the next runner go back to sleep, so each failure costs O(n) wake-ups.
+ * (With the portable wait backend the one call signals each sleeper in turn:
+ * O(n) work for the waker, still no scheduler pass per sleeper.)
+ *
+ * State word invariants (bit, meaning):
+ *   RUNNING  (1<<0)  a caller is running fn.  Set by the CAS that claims the
+ *                    run (only from not-run), cleared only by that caller
+ *                    when fn returns.
+ *   SLEEPERS (1<<1)  only with RUNNING: a caller may be asleep waiting for
+ *                    this run, so its end must wake all sleepers.  Set by a
+ *                    caller about to sleep; cleared with RUNNING.  May be
+ *                    stale (a sleeper timed out): that costs one futile
+ *                    wake-up, never a lost one.
+ *   DONE     (1<<2)  fn has returned 0.  Never cleared (except by
+ *                    sqf_once_init); never with RUNNING or SLEEPERS.
+ *   SHARED   (1<<3)  set by sqf_once_init(SQF_SHARED); every transition
+ *                    preserves it: sleep on a process-shared futex.
+ *   Not run is 0 (or SHARED); the all-zero initialiser is valid.  A process
+ *   that dies while running fn leaves a shared once RUNNING for good (robust
+ *   owner death is not yet supported).
+ */
+#ifndef SQUAREFREE_ONCE_H
+#define SQUAREFREE_ONCE_H
+
+#include <squarefree/bits/common.h>
+#include <squarefree/time.h>
+
+SQF_BEGIN_DECLS
+
+typedef struct sqf_once {
+    SQF_WORD state; /* see the invariants above; touch only through this API */
+} sqf_once;
+
+/** A statically initialised, not-yet-run, process-private once (all zero). */
+#define SQF_ONCE_INIT                                                                              \
+    {                                                                                              \
+        0                                                                                          \
+    }
+
+/* The DONE bit of the state word, for the inline fast paths; not for
+ * direct use. */
+#define SQF_ONCE_DONE_ (1u << 2)
+
+/** Initialise *o as not run.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
+ *  only for SQF_SHARED or to reset memory for reuse; zeroed memory is a valid
+ *  once.  Errors: EINVAL, ENOTSUP. */
+SQF_API int sqf_once_init(sqf_once *o, unsigned flags);
+
+/* The out-of-line half of the inline functions below; not for direct use. */
+SQF_API int sqf_once_run_slow_(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline);
+
+#if SQF_INLINE_FAST_PATH
+
+/** Run fn(arg) unless it has already succeeded on *o; if another caller is
+ *  running it, sleep until that run ends (and retry it if it failed).
+ *  Returns 0 once fn has succeeded (by this call or any other), or the
+ *  nonzero result of this call's own run of fn.  Errors: EINVAL. */
+static inline int sqf_once_run(sqf_once *o, int (*fn)(void *arg), void *arg)
+{
+    if (SQF_LIKELY(o != NULL) && SQF_LIKELY(fn != NULL) &&
+        SQF_LIKELY(atomic_load_explicit(&o->state, memory_order_acquire) & SQF_ONCE_DONE_))
+        return 0;
+    return sqf_once_run_slow_(o, fn, arg, SQF_FOREVER);
+}
+
+/** As sqf_once_run, but waits for another caller's run only until the
+ *  deadline.  Errors: EINVAL; ETIMEDOUT (fn is not done, and this call did
+ *  not run it). */
+static inline int sqf_once_timedrun(sqf_once *o, int (*fn)(void *arg), void *arg,
+                                    sqf_deadline deadline)
+{
+    if (SQF_LIKELY(o != NULL) && SQF_LIKELY(fn != NULL) &&
+        SQF_LIKELY(atomic_load_explicit(&o->state, memory_order_acquire) & SQF_ONCE_DONE_))
+        return 0;
+    return sqf_once_run_slow_(o, fn, arg, deadline);
+}
+
+/** 1 if a run of fn on *o has succeeded (then fn's writes are visible to the
+ *  caller), 0 if not or if o is NULL.  Never waits. */
+static inline int sqf_once_done(sqf_once *o)
+{
+    return o != NULL && (atomic_load_explicit(&o->state, memory_order_acquire) & SQF_ONCE_DONE_);
+}
+
+#else
+
+SQF_API int sqf_once_run(sqf_once *o, int (*fn)(void *arg), void *arg);
+SQF_API int sqf_once_timedrun(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline);
+SQF_API int sqf_once_done(sqf_once *o);
+
+#endif
+
+SQF_END_DECLS
+
+#endif
