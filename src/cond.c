@@ -48,11 +48,19 @@ static void finish_broadcast(sqf_cond *c, sqf_mutex *m, bool shared)
     sqf_word *seq = cv_seq(c);
     uint32_t s = at_load(seq, ACQ);
     if (!(s & CV_REQUEUE) || !at_cas(seq, &s, s & ~CV_REQUEUE, AR)) return;
-    /* PARKED first: an unlock racing with the move must wake someone. */
+    /* PARKED, so that unlocks wake the moved sleepers.  (An unlock that
+     * races ahead of the move wakes nobody; what saves the moved ones then
+     * is that this thread relocks with PARKED set and wakes one when it
+     * unlocks.) */
     at_or(mu_word(m), MU_PARKED, SC);
     for (;;) {
         s = at_load(seq, ACQ);
-        if (sqf_requeue(seq, s, 0, mu_word(m), INT_MAX, shared) != -EAGAIN) return;
+        int r = sqf_requeue(seq, s, 0, mu_word(m), INT_MAX, shared);
+        if (r >= 0) return;
+        if (r != -EAGAIN) { /* requeue refused: wake them all rather than strand them */
+            sqf_wake(seq, INT_MAX, shared);
+            return;
+        }
     }
 }
 
@@ -91,25 +99,26 @@ int sqf_cond_wait(sqf_cond *c, sqf_mutex *m)
 int sqf_cond_signal(sqf_cond *c)
 {
     if (!c) return EINVAL;
-    if (!(at_load(cv_waiters(c), SC) & CV_COUNT)) return 0;
+    uint32_t waiters = at_load(cv_waiters(c), SC);
+    if (!(waiters & CV_COUNT)) return 0;
+    /* After the bump a woken waiter may return and destroy c: read what we
+     * need first, and after it only pass the address to the kernel. */
     at_add(cv_seq(c), CV_STEP, SC);
-    sqf_wake(cv_seq(c), 1, cv_shared(c));
+    sqf_wake(cv_seq(c), 1, waiters & CV_SHARED);
     return 0;
 }
 
 int sqf_cond_broadcast(sqf_cond *c)
 {
     if (!c) return EINVAL;
-    if (!(at_load(cv_waiters(c), SC) & CV_COUNT)) return 0;
+    uint32_t waiters = at_load(cv_waiters(c), SC);
+    if (!(waiters & CV_COUNT)) return 0;
     sqf_word *seq = cv_seq(c);
-    bool shared = cv_shared(c);
     uint32_t s = at_load(seq, RLX);
     while (!at_cas(seq, &s, (s + CV_STEP) | CV_REQUEUE, SC)) {
     }
-    if (sqf_wake(seq, 1, shared) == 0) {
-        /* Nobody asleep to do the move: nobody to move either. */
-        s = (s + CV_STEP) | CV_REQUEUE;
-        at_cas(seq, &s, s & ~CV_REQUEUE, RLX);
-    }
+    /* If this wakes nobody, REQUEUE stays set until the next waiter to
+     * return clears it: harmless, and c is not touched after the wake. */
+    sqf_wake(seq, 1, waiters & CV_SHARED);
     return 0;
 }

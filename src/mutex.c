@@ -16,12 +16,13 @@ static int spinner_cap(void)
     return n > 1 ? n / 2 : 0;
 }
 
-/* Try to take an unlocked word without sleeping first. */
-static bool try_take(sqf_word *w, uint32_t extra)
+/* Barge: take the lock if it is free and no sleeper is starving.  While
+ * STARVING is set only threads that have queued may take it (see mutex.h). */
+static bool try_take(sqf_word *w)
 {
     uint32_t v = at_load(w, RLX);
-    while (!(v & MU_LOCKED))
-        if (at_cas(w, &v, v | MU_LOCKED | extra, ACQ)) return true;
+    while (!(v & (MU_LOCKED | MU_STARVING)))
+        if (at_cas(w, &v, v | MU_LOCKED, ACQ)) return true;
     return false;
 }
 
@@ -42,6 +43,9 @@ static bool spin_acquire(sqf_word *w, sqf_deadline deadline)
     unsigned pauses = 1;
     for (unsigned i = 0;; i++) {
         uint32_t v = at_load(w, RLX);
+        /* Sleepers older than the starvation bound get the lock next:
+         * spinning for it would be wasted. */
+        if (v & MU_STARVING) break;
         if (!(v & MU_LOCKED)) {
             if (at_cas(w, &v, v | MU_LOCKED, ACQ)) {
                 got = true;
@@ -49,9 +53,6 @@ static bool spin_acquire(sqf_word *w, sqf_deadline deadline)
             }
             continue;
         }
-        /* Sleepers older than the starvation bound get the lock next:
-         * spinning for it would be wasted. */
-        if (v & MU_STARVING) break;
         if ((i & 15) == 15 && sqf_now() >= stop) break;
         for (unsigned k = 0; k < pauses; k++)
             at_relax();
@@ -62,36 +63,44 @@ static bool spin_acquire(sqf_word *w, sqf_deadline deadline)
 }
 
 /* The sleeping half of every lock.  `woken` says whether this thread has
- * already returned from a wake-up (then it may take a HANDOFF). */
+ * already returned from a wake-up (then it may take a HANDOFF).  A thread
+ * that sets STARVING owns that bit: it alone clears it, when it acquires the
+ * lock or gives up, so hand-off mode lasts until the starving thread is
+ * served (a claimer that clears someone else's bit would end it early). */
 static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken)
 {
     sqf_word *w = mu_word(m);
     bool shared = mu_shared(m);
     sqf_deadline since = sqf_now();
+    bool starver = false;
     for (;;) {
         uint32_t v = at_load(w, RLX);
+        uint32_t mine = starver ? MU_STARVING : 0;
         if (woken && (v & MU_HANDOFF)) {
             /* The unlocker left LOCKED set for us: take ownership. */
-            if (at_cas(w, &v, v & ~(MU_HANDOFF | MU_STARVING), ACQ)) return 0;
+            if (at_cas(w, &v, v & ~(MU_HANDOFF | mine), ACQ)) return 0;
             continue;
         }
         if (!(v & MU_LOCKED)) {
             /* We have slept (or are about to), so others may sleep too:
              * keep PARKED so that our unlock wakes the next one. */
-            if (at_cas(w, &v, v | MU_LOCKED | MU_PARKED, ACQ)) return 0;
+            if (at_cas(w, &v, (v | MU_LOCKED | MU_PARKED) & ~mine, ACQ)) return 0;
             continue;
         }
         sqf_deadline now = sqf_now();
         if (now >= deadline) {
             /* If we consumed a wake-up, the unlock that sent it may have
              * cleared PARKED: set it again so the next unlock wakes another
-             * sleeper in our place. */
-            if (woken && !(v & MU_PARKED) && !at_cas(w, &v, v | MU_PARKED, RLX)) continue;
+             * sleeper in our place.  Give up our STARVING bit. */
+            uint32_t want = (v | (woken ? MU_PARKED : 0)) & ~mine;
+            if (want != v && !at_cas(w, &v, want, RLX)) continue;
             return ETIMEDOUT;
         }
         uint32_t want = v | MU_PARKED;
-        if (now - since > MU_STARVE_NS) want |= MU_STARVING;
+        bool claim = !(v & MU_STARVING) && now - since > MU_STARVE_NS;
+        if (claim) want |= MU_STARVING;
         if (want != v && !at_cas(w, &v, want, RLX)) continue;
+        starver |= claim;
         woken = sqf_wait(w, want, deadline, shared) == SQF_WAIT_WOKEN;
     }
 }
@@ -100,7 +109,7 @@ int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline)
 {
     if (!m) return EINVAL;
     sqf_word *w = mu_word(m);
-    if (try_take(w, 0)) return 0;
+    if (try_take(w)) return 0;
     if (spin_acquire(w, deadline)) return 0;
     return lock_sleep(m, deadline, false);
 }
@@ -113,7 +122,7 @@ void sqf_mutex_relock_(sqf_mutex *m, bool woken)
 int sqf_mutex_trylock_slow_(sqf_mutex *m)
 {
     if (!m) return EINVAL;
-    return try_take(mu_word(m), 0) ? 0 : EBUSY;
+    return try_take(mu_word(m)) ? 0 : EBUSY;
 }
 
 /* A hand-off found nobody to wake: release the lock after all, unless some
@@ -122,7 +131,7 @@ static void revoke_handoff(sqf_word *w, bool shared)
 {
     uint32_t v = at_load(w, RLX);
     while (v & MU_HANDOFF) {
-        if (at_cas(w, &v, v & ~(MU_LOCKED | MU_HANDOFF | MU_PARKED | MU_STARVING), REL)) {
+        if (at_cas(w, &v, v & ~(MU_LOCKED | MU_HANDOFF | MU_PARKED), REL)) {
             if (v & MU_PARKED) sqf_wake(w, 1, shared);
             return;
         }
@@ -144,7 +153,7 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
             if (sqf_wake(w, 1, shared) == 0) revoke_handoff(w, shared);
             return 0;
         }
-        if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_PARKED | MU_STARVING), REL)) continue;
+        if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_PARKED), REL)) continue;
         if (v & MU_PARKED) sqf_wake(w, 1, shared);
         return 0;
     }
@@ -170,31 +179,24 @@ int sqf_mutex_destroy(sqf_mutex *m)
 }
 
 /* The out-of-line forms of the header's inline fast paths (used from C++,
- * with SQF_NO_INLINE, and by the library itself). */
+ * with SQF_NO_INLINE, and by the library itself): the slow paths start with
+ * the same single CAS the inline forms make. */
 int sqf_mutex_lock(sqf_mutex *m)
 {
-    uint32_t z = 0;
-    if (m && at_cas(mu_word(m), &z, MU_LOCKED, ACQ)) return 0;
     return sqf_mutex_lock_slow_(m, SQF_FOREVER);
 }
 
 int sqf_mutex_trylock(sqf_mutex *m)
 {
-    uint32_t z = 0;
-    if (m && at_cas(mu_word(m), &z, MU_LOCKED, ACQ)) return 0;
     return sqf_mutex_trylock_slow_(m);
 }
 
 int sqf_mutex_timedlock(sqf_mutex *m, sqf_deadline deadline)
 {
-    uint32_t z = 0;
-    if (m && at_cas(mu_word(m), &z, MU_LOCKED, ACQ)) return 0;
     return sqf_mutex_lock_slow_(m, deadline);
 }
 
 int sqf_mutex_unlock(sqf_mutex *m)
 {
-    uint32_t l = MU_LOCKED;
-    if (m && at_cas(mu_word(m), &l, 0, REL)) return 0;
     return sqf_mutex_unlock_slow_(m, 0);
 }

@@ -7,11 +7,11 @@
 
 #include "atomic.h"
 
-#define MU_LOCKED   (1u << 0)
+#define MU_LOCKED   SQF_MUTEX_LOCKED_
 #define MU_PARKED   (1u << 1)
 #define MU_HANDOFF  (1u << 2)
 #define MU_STARVING (1u << 3)
-#define MU_SHARED   (1u << 4)
+#define MU_SHARED   SQF_MUTEX_SHARED_
 
 /* A sleeper older than this asks for a direct hand-off. */
 #define MU_STARVE_NS (1000 * 1000)

@@ -44,7 +44,7 @@ int sqf_wake(sqf_word *word, int n, bool shared);
 /* If *from == expected: wake up to nwake threads sleeping on `from` and move
  * up to nmove of the rest onto `to`, where a later sqf_wake(to) finds them;
  * returns the number woken plus moved.  If *from != expected: returns
- * -EAGAIN and does nothing. */
+ * -EAGAIN and does nothing.  Any other failure: -errno, nothing done. */
 int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int nmove, bool shared);
 
 /* Whether this backend supports shared (cross-process) waiting. */

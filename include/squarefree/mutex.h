@@ -22,7 +22,8 @@
  * changes nothing):
  * - EINVAL: a NULL mutex, or flags other than SQF_PRIVATE/SQF_SHARED.
  * - ENOTSUP: SQF_SHARED with a wait backend that cannot share (portable).
- * - EBUSY: trylock found the mutex held; destroy found it held.
+ * - EBUSY: trylock found the mutex held, or free but reserved for a starving
+ *   sleeper (see Fairness); destroy found it held.
  * - ETIMEDOUT: timedlock's deadline passed before the lock was taken.  A
  *   deadline already past means "try once" (a trylock that waits for
  *   nothing).
@@ -37,15 +38,29 @@
  * previous holder wrote before unlocking is visible to the next holder after
  * locking.  Failed calls order nothing.
  *
- * Fairness: by default the lock is handed to whoever takes it first after
- * an unlock: a running thread may "barge" ahead of sleeping ones.  This is
- * what makes a contended lock fast (no sleeping thread has to be scheduled
- * before anyone can proceed), but on its own it lets an unlucky thread
- * starve.  So a sleeper that has waited longer than about 1 ms marks the
- * lock STARVING, and the next unlock hands the lock directly to the sleeper
- * the kernel queued first (FIFO) instead of releasing it.  Every waiter
- * therefore acquires the lock within a bounded number of its own wake-ups.
- * sqf_mutex_unlock_fair() hands off whenever anyone sleeps.
+ * Fairness: by default the lock goes to whoever takes it first after an
+ * unlock: a running thread may "barge" ahead of sleeping ones.  That is what
+ * makes a contended lock fast (nobody waits for a sleeper to be scheduled),
+ * but on its own it lets an unlucky thread starve.  So a sleeper that has
+ * waited longer than about 1 ms sets STARVING, which switches the lock into
+ * hand-off mode: every unlock passes the lock directly to the sleeper the
+ * kernel queued first (FIFO among equal priorities), and no arriving thread
+ * may take it (trylock returns EBUSY, spinners stop).  Only the thread that
+ * set STARVING clears it, when it gets the lock or gives up, so hand-off
+ * mode lasts until that thread has been served: it waits about 1 ms plus the
+ * critical sections of the sleepers queued ahead of it, never unboundedly.
+ * sqf_mutex_unlock_fair() hands off whenever anyone sleeps.  A thread
+ * returning from sqf_cond_wait competes with the mutex's sleepers for a
+ * hand-off (it cannot be told from them); nothing is lost, but the hand-off
+ * may serve it first.
+ *
+ * Lifetime: zero-initialised memory is a mutex, and destroy is optional.
+ * An unlock that hands off (unlock_fair, or hand-off mode) may still touch
+ * the lock word for a moment after the next owner has it, when the sleeper
+ * it meant to wake had just left the queue.  So free or reuse a mutex's
+ * memory only once no thread can still be inside an unlock call on it (for
+ * example, after joining the threads that used it), not merely once you
+ * hold it.
  *
  * How it waits: a contended locker first spins, re-reading the word with a
  * CPU pause, for a bounded time (SQF_MUTEX_SPIN_NS, tens of microseconds).
@@ -75,8 +90,9 @@
  *   HANDOFF  (1<<2)  only with LOCKED: the lock has been passed to a thread
  *                    that was woken and has not run yet.  Only a thread
  *                    returning from a wake-up may clear it, and so own the lock.
- *   STARVING (1<<3)  a sleeper has waited more than ~1 ms: the next unlock
- *                    must hand off rather than release.
+ *   STARVING (1<<3)  a sleeper has waited more than ~1 ms: every unlock hands
+ *                    off rather than releasing, and no one may barge.  Set
+ *                    and cleared only by that sleeper.
  *   SHARED   (1<<4)  set by sqf_mutex_init(SQF_SHARED) and never changed:
  *                    sleep on a process-shared futex.
  *   Unlocked and idle is 0 (or SHARED); the all-zero initialiser is valid.
@@ -98,6 +114,10 @@ typedef struct sqf_mutex {
     {                                                                                              \
         0                                                                                          \
     }
+
+/* Lock word values the inline paths need (the full table is above). */
+#define SQF_MUTEX_LOCKED_ 1u
+#define SQF_MUTEX_SHARED_ 16u
 
 /** How long a contended locker spins before sleeping, in nanoseconds. */
 #define SQF_MUTEX_SPIN_NS 25000
@@ -124,25 +144,29 @@ SQF_API int sqf_mutex_unlock_fair(sqf_mutex *m);
 
 #if SQF_INLINE_FAST_PATH
 
+/* One CAS from "unlocked" to "locked"; for a shared mutex a second one,
+ * as its idle value is SHARED rather than 0. */
+static inline int sqf_mutex_take_(sqf_mutex *m)
+{
+    uint32_t v = 0;
+    return atomic_compare_exchange_strong_explicit(&m->word, &v, SQF_MUTEX_LOCKED_,
+                                                   memory_order_acquire, memory_order_relaxed) ||
+           (v == SQF_MUTEX_SHARED_ &&
+            atomic_compare_exchange_strong_explicit(&m->word, &v, v | SQF_MUTEX_LOCKED_,
+                                                    memory_order_acquire, memory_order_relaxed));
+}
+
 /** Acquire *m, sleeping as long as it takes.  Errors: EINVAL. */
 static inline int sqf_mutex_lock(sqf_mutex *m)
 {
-    uint32_t unlocked = 0;
-    if (SQF_LIKELY(m != NULL) &&
-        atomic_compare_exchange_strong_explicit(&m->word, &unlocked, 1, memory_order_acquire,
-                                                memory_order_relaxed))
-        return 0;
+    if (SQF_LIKELY(m != NULL) && sqf_mutex_take_(m)) return 0;
     return sqf_mutex_lock_slow_(m, SQF_FOREVER);
 }
 
 /** Acquire *m if that needs no waiting.  Errors: EINVAL; EBUSY if held. */
 static inline int sqf_mutex_trylock(sqf_mutex *m)
 {
-    uint32_t unlocked = 0;
-    if (SQF_LIKELY(m != NULL) &&
-        atomic_compare_exchange_strong_explicit(&m->word, &unlocked, 1, memory_order_acquire,
-                                                memory_order_relaxed))
-        return 0;
+    if (SQF_LIKELY(m != NULL) && sqf_mutex_take_(m)) return 0;
     return sqf_mutex_trylock_slow_(m);
 }
 
@@ -150,11 +174,7 @@ static inline int sqf_mutex_trylock(sqf_mutex *m)
  *  Errors: EINVAL; ETIMEDOUT (the mutex is then not held). */
 static inline int sqf_mutex_timedlock(sqf_mutex *m, sqf_deadline deadline)
 {
-    uint32_t unlocked = 0;
-    if (SQF_LIKELY(m != NULL) &&
-        atomic_compare_exchange_strong_explicit(&m->word, &unlocked, 1, memory_order_acquire,
-                                                memory_order_relaxed))
-        return 0;
+    if (SQF_LIKELY(m != NULL) && sqf_mutex_take_(m)) return 0;
     return sqf_mutex_lock_slow_(m, deadline);
 }
 
@@ -162,10 +182,13 @@ static inline int sqf_mutex_timedlock(sqf_mutex *m, sqf_deadline deadline)
  *  *m is not locked (nothing changes). */
 static inline int sqf_mutex_unlock(sqf_mutex *m)
 {
-    uint32_t locked = 1;
+    uint32_t v = SQF_MUTEX_LOCKED_;
     if (SQF_LIKELY(m != NULL) &&
-        atomic_compare_exchange_strong_explicit(&m->word, &locked, 0, memory_order_release,
-                                                memory_order_relaxed))
+        (atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
+                                                 memory_order_relaxed) ||
+         (v == (SQF_MUTEX_LOCKED_ | SQF_MUTEX_SHARED_) &&
+          atomic_compare_exchange_strong_explicit(&m->word, &v, SQF_MUTEX_SHARED_,
+                                                  memory_order_release, memory_order_relaxed))))
         return 0;
     return sqf_mutex_unlock_slow_(m, 0);
 }

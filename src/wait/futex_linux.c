@@ -55,8 +55,7 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
     /* FUTEX_CMP_REQUEUE passes nmove in the timeout argument's slot. */
     long r = futex(from, FUTEX_CMP_REQUEUE, (uint32_t)nwake,
                    (const struct timespec *)(uintptr_t)(uint32_t)nmove, to, expected, shared);
-    if (r >= 0) return (int)r;
-    return errno == EAGAIN ? -EAGAIN : 0;
+    return r >= 0 ? (int)r : -errno;
 }
 
 bool sqf_wait_shared_supported(void)
