@@ -37,8 +37,10 @@ static inline void at_store(sqf_word *w, uint32_t v, memory_order mo)
     atomic_store_explicit(w, v, mo);
 }
 
-/* Strong compare-and-swap.  On failure *expected holds the value seen,
- * read with the failure ordering RLX unless the success ordering is SC. */
+/* Strong compare-and-swap.  On failure *expected holds the value seen, read
+ * with ordering ACQ if mo is ACQ or AR, SC if mo is SC, and otherwise RLX.
+ * Beware: after a failed RLX or REL cas, *expected is only a hint; a caller
+ * that acts on it (returns because it shows "done", say) needs ACQ. */
 static inline bool at_cas(sqf_word *w, uint32_t *expected, uint32_t desired, memory_order mo)
 {
     memory_order fail = mo == SC ? SC : (mo == ACQ || mo == AR) ? ACQ : RLX;

@@ -26,7 +26,10 @@
  * - ETIMEDOUT: timedwait's deadline passed with no signal received.  The
  *   mutex is held again on return, whatever the result (except EINVAL and
  *   EPERM, where it was never released).
- * - EBUSY: destroy while threads wait.
+ * - EBUSY: destroy while threads wait.  After a broadcast, waiters count
+ *   until they have re-acquired the mutex and returned, so destroy right
+ *   after a broadcast may say EBUSY: join or otherwise hear from the
+ *   waiters first.
  *
  * Guarantees:
  * - No lost wake-ups: a signal wakes at least one thread that was waiting
