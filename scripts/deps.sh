@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# deps.sh: install every Debian 12 package that squarefree's build, tests and
+# benchmarks need.  Fast when everything is already there (no apt at all).
+#
+#   scripts/deps.sh            install what is missing
+#   scripts/deps.sh --list     print the package list and exit
+#
+# Runs apt-get as root, or through sudo when not root.
+set -euo pipefail
+
+PACKAGES=(
+    build-essential gcc g++        # C compiler (gcc builds use -Werror), C++ for the header check
+    clang libclang-rt-14-dev       # clang and its sanitizer runtimes (ASan, UBSan, TSan)
+    cmake ninja-build pkg-config   # build system; pkg-config for the install check
+    valgrind                       # callgrind instruction counts (BENCHMARKS.md U1)
+    clang-format                   # the project's formatting
+    libck-dev                      # Concurrency Kit: the MCS lock compared in sqbench C1/C2
+    python3-matplotlib             # sqbench plots
+    git ca-certificates
+)
+
+if [[ "${1:-}" == "--list" ]]; then
+    printf '%s\n' "${PACKAGES[@]}"
+    exit 0
+elif [[ $# -gt 0 ]]; then
+    echo "deps.sh: unknown option '$1' (usage: scripts/deps.sh [--list])" >&2
+    exit 2
+fi
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+    echo "deps.sh: this script needs Debian's dpkg and apt-get (Debian 12 is the supported system)" >&2
+    exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    if [[ "$status" != "installed" ]]; then
+        missing+=("$p")
+    fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "deps.sh: all ${#PACKAGES[@]} packages installed"
+    exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+else
+    echo "deps.sh: missing packages (${missing[*]}) and not root, and no sudo to install them" >&2
+    exit 1
+fi
+
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Wait for another apt/dpkg (a colleague's install) rather than failing on its lock.
+APT_OPTS=(-o DPkg::Lock::Timeout=600 -o Acquire::Retries=3)
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" update -q
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install -y -q --no-install-recommends "${missing[@]}"
+echo "deps.sh: done"
