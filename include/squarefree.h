@@ -8,5 +8,6 @@
 #include <squarefree/cond.h>
 #include <squarefree/sem.h>
 #include <squarefree/once.h>
+#include <squarefree/event.h>
 
 #endif

@@ -1,0 +1,132 @@
+/* squarefree/event.h: an event that threads wait for, set once or reused.
+ *
+ * What it is for: "wait until X has happened" for any number of threads
+ * (start signals, shutdown flags, a result being ready), where a condition
+ * variable would need a mutex, a predicate and a loop.
+ * - eight bytes, zero-initialised (unset), no destructor needed, no heap;
+ * - checking an event that is set costs one acquire load (inline), and so
+ *   does setting one that is already set;
+ * - set wakes every sleeper with ONE kernel call; sleepers wake straight
+ *   into running code (there is no mutex to re-acquire), so n waiters cost
+ *   O(n) in total and no woken thread waits for another (seeds/000's cure
+ *   for "the square").
+ *
+ *     static sqf_event ready = SQF_EVENT_INIT;
+ *
+ *     // many threads                       // one thread
+ *     sqf_event_wait(&ready);               publish(result);
+ *     use(result);                          sqf_event_set(&ready);
+ *
+ * One-shot use never calls sqf_event_clear.  Reusable use calls it to arm the
+ * event again.  Waits are generation-counted: a wait that began before a set
+ * returns 0 even if sqf_event_clear follows at once, before the waiter has
+ * run ("began" = its call started before the set's; a wait that starts after
+ * the clear waits for the next set).
+ *
+ * Errors (0 or one of these; a failed call changes nothing):
+ * - EINVAL: NULL; flags other than SQF_PRIVATE/SQF_SHARED.
+ * - ENOTSUP: SQF_SHARED with the portable wait backend.
+ * - ETIMEDOUT: timedwait's deadline passed before a set.  A deadline already
+ *   past means "check once": 0 if set, else ETIMEDOUT at once.
+ * - EBUSY: destroy while threads wait (it counts them exactly).
+ *
+ * Memory ordering: set and clear are release operations; a wait that returns
+ * 0, and an is_set that returns 1, is an acquire operation synchronising
+ * with the set it saw.  So everything written before sqf_event_set is visible
+ * after the wait returns.  ETIMEDOUT orders nothing.
+ *
+ * Fairness: set releases every waiter at once; there is no order among them.
+ *
+ * Wake-ups: set wakes all sleepers with one FUTEX_WAKE (portable backend: one
+ * call that signals each in turn), and makes no system call when nobody
+ * sleeps.  Setting is never slowed by the number of waiters, and after the
+ * wake-up the setter never touches the event again, so a woken waiter may
+ * destroy and free it at once.
+ *
+ * State words (invariants):
+ *   word     bit 0 SET: the event is set.
+ *            bit 1 WAITERS: only while not set: a thread may sleep on the
+ *                  word, so the next set must wake all.  Cleared by set; may
+ *                  be stale (a waiter timed out): one futile wake-up.
+ *            bit 2 SHARED: set by init, never changed.
+ *            bits 3..31 generation: advanced by every set that finds the
+ *                  event unset; waits compare it to tell a set-then-clear
+ *                  from no set at all (wraps after 2^29 sets: a waiter
+ *                  preempted for exactly that many may miss one).
+ *   waiters  threads inside a wait, for destroy's EBUSY only: wakers never
+ *            read it.
+ */
+#ifndef SQUAREFREE_EVENT_H
+#define SQUAREFREE_EVENT_H
+
+#include <squarefree/bits/common.h>
+#include <squarefree/time.h>
+
+SQF_BEGIN_DECLS
+
+typedef struct sqf_event {
+    SQF_WORD word;
+    SQF_WORD waiters;
+} sqf_event;
+
+/** A statically initialised, unset, process-private event (all zero). */
+#define SQF_EVENT_INIT                                                                             \
+    {                                                                                              \
+        0, 0                                                                                       \
+    }
+
+#define SQF_EVENT_SET_ 1u
+
+/** Initialise *e unset.  flags: SQF_PRIVATE (0) or SQF_SHARED.
+ *  Errors: EINVAL, ENOTSUP. */
+SQF_API int sqf_event_init(sqf_event *e, unsigned flags);
+
+/** Check that nobody waits on *e.  Errors: EINVAL; EBUSY while threads wait. */
+SQF_API int sqf_event_destroy(sqf_event *e);
+
+/** Set *e and wake every waiter.  Setting a set event changes nothing.
+ *  Errors: EINVAL. */
+SQF_API int sqf_event_set(sqf_event *e);
+
+/** Make *e unset again (reusable use).  Clearing an unset event changes
+ *  nothing.  Waits that began before the last set still return 0.
+ *  Errors: EINVAL. */
+SQF_API int sqf_event_clear(sqf_event *e);
+
+/* Out-of-line half of the inline functions below; not for direct use. */
+SQF_API int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline);
+
+#if SQF_INLINE_FAST_PATH
+
+/** 1 if *e is set (an acquire load), 0 if not or if e is NULL. */
+static inline int sqf_event_is_set(sqf_event *e)
+{
+    return e != NULL &&
+           (atomic_load_explicit(&e->word, memory_order_acquire) & SQF_EVENT_SET_) != 0;
+}
+
+/** Return once *e is set (at once if it is).  Errors: EINVAL. */
+static inline int sqf_event_wait(sqf_event *e)
+{
+    if (SQF_LIKELY(sqf_event_is_set(e))) return 0;
+    return sqf_event_wait_slow_(e, SQF_FOREVER);
+}
+
+/** As sqf_event_wait, giving up at the deadline.  Errors: EINVAL, ETIMEDOUT. */
+static inline int sqf_event_timedwait(sqf_event *e, sqf_deadline deadline)
+{
+    if (SQF_LIKELY(sqf_event_is_set(e))) return 0;
+    return sqf_event_wait_slow_(e, deadline);
+}
+
+#else
+
+SQF_API int sqf_event_is_set(sqf_event *e);
+SQF_API int sqf_event_wait(sqf_event *e);
+SQF_API int sqf_event_timedwait(sqf_event *e, sqf_deadline deadline);
+
+#endif
+
+SQF_END_DECLS
+
+#endif

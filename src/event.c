@@ -1,0 +1,104 @@
+/* event.c: sqf_event's slow paths.  The state words are documented as
+ * invariants in include/squarefree/event.h. */
+#include <limits.h>
+
+#include <squarefree/event.h>
+
+#include "atomic.h"
+#include "wait.h"
+
+#define EV_SET     SQF_EVENT_SET_
+#define EV_WAITERS (1u << 1)
+#define EV_SHARED  (1u << 2)
+#define EV_GEN     (1u << 3)
+
+static inline sqf_word *ev_word(sqf_event *e)
+{
+    return (sqf_word *)&e->word;
+}
+static inline sqf_word *ev_waiters(sqf_event *e)
+{
+    return (sqf_word *)&e->waiters;
+}
+
+int sqf_event_init(sqf_event *e, unsigned flags)
+{
+    if (!e || (flags & ~SQF_SHARED)) return EINVAL;
+    if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    at_store(ev_waiters(e), 0, RLX);
+    at_store(ev_word(e), (flags & SQF_SHARED) ? EV_SHARED : 0, REL);
+    return 0;
+}
+
+int sqf_event_destroy(sqf_event *e)
+{
+    if (!e) return EINVAL;
+    return at_load(ev_waiters(e), ACQ) ? EBUSY : 0;
+}
+
+int sqf_event_set(sqf_event *e)
+{
+    if (!e) return EINVAL;
+    sqf_word *w = ev_word(e);
+    uint32_t v = at_load(w, ACQ);
+    do {
+        if (v & EV_SET) return 0; /* one load when already set */
+    } while (!at_cas(w, &v, ((v + EV_GEN) | EV_SET) & ~EV_WAITERS, AR));
+    /* From here on a woken waiter may free *e: pass only the address. */
+    if (v & EV_WAITERS) sqf_wake(w, INT_MAX, v & EV_SHARED);
+    return 0;
+}
+
+int sqf_event_clear(sqf_event *e)
+{
+    if (!e) return EINVAL;
+    sqf_word *w = ev_word(e);
+    uint32_t v = at_load(w, RLX);
+    while ((v & EV_SET) && !at_cas(w, &v, v & ~EV_SET, REL)) {
+    }
+    return 0;
+}
+
+int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline)
+{
+    if (!e) return EINVAL;
+    sqf_word *w = ev_word(e);
+    uint32_t v = at_load(w, ACQ);
+    if (v & EV_SET) return 0;
+    uint32_t gen = v >> 3;
+    at_add(ev_waiters(e), 1, RLX);
+    int result;
+    for (;;) {
+        /* Set now, or set since we started (and cleared again). */
+        if ((v & EV_SET) || (v >> 3) != gen) {
+            result = 0;
+            break;
+        }
+        if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
+            result = ETIMEDOUT;
+            break;
+        }
+        if (!(v & EV_WAITERS) && !at_cas(w, &v, v | EV_WAITERS, ACQ)) continue;
+        sqf_wait(w, v | EV_WAITERS, deadline, v & EV_SHARED);
+        v = at_load(w, ACQ);
+    }
+    /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
+    at_sub(ev_waiters(e), 1, REL);
+    return result;
+}
+
+/* Out-of-line forms of the inline functions (C++, SQF_NO_INLINE). */
+int sqf_event_is_set(sqf_event *e)
+{
+    return e && (at_load(ev_word(e), ACQ) & EV_SET);
+}
+
+int sqf_event_wait(sqf_event *e)
+{
+    return sqf_event_wait_slow_(e, SQF_FOREVER);
+}
+
+int sqf_event_timedwait(sqf_event *e, sqf_deadline deadline)
+{
+    return sqf_event_wait_slow_(e, deadline);
+}
