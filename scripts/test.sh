@@ -116,6 +116,15 @@ run_ctest() {
         return 1
     fi
     ctest_result=$(grep -E '^[0-9]+% tests passed' "$log" | tail -1)
+    # The examples are programs, not tests, but each must run and exit 0.
+    local ex n=0
+    for ex in "$dir"/examples/example_*; do
+        [[ -x "$ex" ]] || continue
+        echo "-- running $(basename "$ex")"
+        "$@" timeout 120 "$ex"
+        n=$((n + 1))
+    done
+    ctest_result="$ctest_result; $n example(s) ran"
 }
 
 # A sanitizer runtime may refuse to start on this kernel or under ptrace.  Check
