@@ -35,6 +35,7 @@ static void *round_waiter(void *arg)
 
 static void broadcast_rounds(void)
 {
+    generation = 0; /* called again per soak round: start each afresh */
     pthread_t *t = calloc(WAITERS, sizeof *t);
     int started = 0;
     for (; started < WAITERS; started++)
