@@ -72,6 +72,44 @@ static inline uint32_t at_xchg(sqf_word *w, uint32_t v, memory_order mo)
     return atomic_exchange_explicit(w, v, mo);
 }
 
+/* 64-bit words, for state that must change in one read-modify-write but does
+ * not fit in 32 bits (sqf_sem: value and waiter count).  Same conventions as
+ * the 32-bit functions above, including at_cas64's failure ordering.  They
+ * must be lock-free (a futex may sleep on one half of such a word while
+ * another thread changes the whole word), so a platform where they are not
+ * fails to compile here rather than misbehaving at run time. */
+typedef _Atomic uint64_t sqf_word64;
+
+#if ATOMIC_LLONG_LOCK_FREE != 2 /* unsigned long long: 64 bits wherever uint64_t exists */
+#error "squarefree needs lock-free 64-bit atomics"
+#endif
+
+static inline uint64_t at_load64(sqf_word64 *w, memory_order mo)
+{
+    return atomic_load_explicit(w, mo);
+}
+
+static inline void at_store64(sqf_word64 *w, uint64_t v, memory_order mo)
+{
+    atomic_store_explicit(w, v, mo);
+}
+
+static inline bool at_cas64(sqf_word64 *w, uint64_t *expected, uint64_t desired, memory_order mo)
+{
+    memory_order fail = mo == SC ? SC : (mo == ACQ || mo == AR) ? ACQ : RLX;
+    return atomic_compare_exchange_strong_explicit(w, expected, desired, mo, fail);
+}
+
+static inline uint64_t at_add64(sqf_word64 *w, uint64_t v, memory_order mo)
+{
+    return atomic_fetch_add_explicit(w, v, mo);
+}
+
+static inline uint64_t at_sub64(sqf_word64 *w, uint64_t v, memory_order mo)
+{
+    return atomic_fetch_sub_explicit(w, v, mo);
+}
+
 /* Pointer-sized atomics, for the portable wait backend's queues. */
 typedef _Atomic(void *) sqf_aptr;
 

@@ -2,43 +2,79 @@
  * The state words are documented as invariants in include/squarefree/sem.h;
  * the comments here say why each step is safe.
  *
- * The one hazard of a semaphore built on a waiter count is a lost wake-up:
- * a permit published while a thread sleeps, with nobody ever waking that
- * thread.  Two rules exclude it.
+ * The value (low 32 bits) and the waiter count (high 32 bits) share one
+ * 64-bit atomic word, `state`.  That settles two problems at once.
  *
- * 1. The Dekker pair.  A blocking acquirer increments `waiters` (seq_cst)
- *    and only then reads `value` (seq_cst) before it sleeps; a releaser adds
- *    to `value` (a seq_cst read-modify-write) and only then reads `waiters`
- *    (seq_cst).  In the single total order of seq_cst operations one of the
- *    two reads comes second and sees the other side's write: either the
- *    acquirer sees the permits (and takes one instead of sleeping), or the
- *    releaser sees the acquirer counted (and wakes).  The futex contract
- *    (src/wait.h) closes the rest: sqf_wait sleeps only if `value` is still
- *    0 when the thread is queued, so a wake sent after the add cannot miss
- *    it.  A release wakes min(n, waiters) threads.  `waiters` is never less
- *    than the number of threads queued on the futex, so this wakes every
- *    sleeper or n of them, whichever is fewer; counting a thread that is
- *    not asleep only makes a wake-up find nobody.
+ * 1. A release must not touch the semaphore once its permits are published
+ *    (glibc bug 12674): the thread that takes the last permit may destroy
+ *    and free the semaphore at once.  With the count in the same word, the
+ *    compare-and-swap that publishes the permits returns the waiter count
+ *    as of that very step, so the release knows whom to wake without
+ *    reading anything afterwards.  It reads `max` (the bound and the SHARED
+ *    flag) before the compare-and-swap, and afterwards only hands the
+ *    value's address to sqf_wake.  A FUTEX_WAKE on a private futex uses
+ *    nothing but the address (no access to the memory; on memory that is
+ *    gone or reused it finds nobody, or wakes a thread that re-checks its
+ *    word); a shared one looks up the page and fails with EFAULT if it is
+ *    unmapped, which sqf_wake ignores.  The portable backend only hashes
+ *    the address.
  *
- * 2. Nobody leaves with a wake-up that a permit needs.  FUTEX_WAKE dequeues
- *    exactly the threads it counts, and a dequeued thread's sqf_wait
- *    reports SQF_WAIT_WOKEN even if its deadline passed meanwhile (both
- *    backends).  A release that woke k threads for its n permits counts on
- *    each of those k to look at `value` again.  If one of them instead gave
- *    up because its deadline had passed, the permit meant for it would stay
- *    in `value` while the remaining sleepers slept on: stranded until some
- *    later release.  So every sqf_wait is followed by another attempt to
- *    take a permit, and acquire returns ETIMEDOUT only after it has seen
- *    `value` at 0 after its last wait.  At that moment no permit exists for
- *    it to strand; any permit published later comes with its own release,
- *    which (rule 1) counts us and wakes min(n, waiters) of the queued
- *    threads.  As a safety net for the window between that last look and
- *    leaving the count (and for any backend that might report a wake-up to
- *    a thread it did not count), a thread that consumed a wake-up during
- *    this call and leaves without a permit passes one wake-up on if it
- *    sees permits and other waiters.  That costs at most one futile
- *    FUTEX_WAKE per timed-out call, and only after a wake-up and a time-out
- *    coincided.
+ * 2. No lost wake-up, without a Dekker pair.  With two words, a sleeper had
+ *    to increment `waiters` and then read `value`, a releaser to add to
+ *    `value` and then read `waiters`, both sequentially consistent, so that
+ *    one of the two would see the other.  Now both are read-modify-writes
+ *    of the same word, and every atomic object has a single modification
+ *    order that all read-modify-writes on it follow (each reads the value
+ *    written by the one just before it).  A thread counts itself only in a
+ *    step that finds the value 0; a release adds its permits in a step that
+ *    returns the count.  Whichever of the two comes later in that order
+ *    sees the other: the acquirer finds the permit (and takes it in the
+ *    same step instead of counting itself), or the release finds the
+ *    acquirer counted (and wakes).  No ordering stronger than
+ *    acquire/release is needed for that.  The futex contract (src/wait.h)
+ *    closes the rest: sqf_wait sleeps only if the value is still 0 when the
+ *    thread is queued, so a wake sent after the add cannot miss it.  A
+ *    release wakes min(n, waiters) threads.  `waiters` is never less than
+ *    the number of threads queued on the futex, so this wakes every sleeper
+ *    or n of them, whichever is fewer; counting a thread that is not asleep
+ *    only makes a wake-up find nobody.
+ *
+ * Nobody leaves with a wake-up that a permit needs.  FUTEX_WAKE dequeues
+ * exactly the threads it counts, and a dequeued thread's sqf_wait reports
+ * SQF_WAIT_WOKEN even if its deadline passed meanwhile (both backends), so
+ * a thread woken at its deadline looks at the value once more.  And a
+ * waiter leaves the count only in a compare-and-swap that either takes a
+ * permit or finds the value 0 (for a time-out): its last look and its
+ * leaving are one atomic step, so no permit can exist at the moment it
+ * leaves without a permit.  Any permit published later comes with its own
+ * release, which no longer counts it.  (The two-word design needed a safety
+ * net here, passing a wake-up on after a time-out, because a permit could
+ * arrive between the last look and the decrement; that window is gone.)
+ *
+ * Why that suffices (no permit is stranded): call a counted thread "awake"
+ * when it is not queued on the futex, and let P be the wake-ups that
+ * releases have decided on but not yet sent.  Then always
+ *     awake + P >= min(value, awake + queued).
+ * A release of n finding w = awake + queued adds n to the value and
+ * min(n, w) to P, which keeps it.  A wake of k moves min(k, queued) from
+ * queued to awake and takes k from P: if k > queued, nobody is left queued
+ * and the right side is at most awake.  Taking a permit takes one from
+ * both sides (for an awake counted thread) or from the right side only (a
+ * barger).  A thread counts itself, sleeps, or leaves without a permit only
+ * where the value is 0.  So once every counted thread is asleep and every
+ * wake sent, min(value, queued) == 0: no sleeper with a permit lying idle.
+ *
+ * The futex word is the 32-bit half of `state` that holds the value: the
+ * word's first four bytes on a little-endian machine, its last four on a
+ * big-endian one.  Both wait backends only read that half (the kernel: one
+ * aligned 32-bit load, atomic with respect to the queue) and use its
+ * address as a key; neither writes it.  This mixes 32-bit reads with
+ * 64-bit read-modify-writes on the same bytes, which C11 leaves undefined
+ * but every target with lock-free 64-bit atomics supports (aligned loads
+ * are single-copy atomic and coherent with wider stores), as glibc's own
+ * 64-bit semaphore does.  src/atomic.h rejects a target without lock-free
+ * 64-bit atomics.  Library code itself reads the value only through the
+ * 64-bit word.
  */
 #include <squarefree/sem.h>
 
@@ -47,17 +83,39 @@
 
 #define SEM_SHARED (1u << 31)
 
-static inline sqf_word *sem_value(sqf_sem *s)
+/* One waiter in the state word: waiters live in bits 32..63. */
+#define SEM_WAITER ((uint64_t)1 << 32)
+
+_Static_assert(sizeof(sqf_word64) == 8 && sizeof(sqf_word) == 4, "state word sizes");
+
+static inline sqf_word64 *sem_state(sqf_sem *s)
 {
-    return (sqf_word *)&s->value;
-}
-static inline sqf_word *sem_waiters(sqf_sem *s)
-{
-    return (sqf_word *)&s->waiters;
+    return (sqf_word64 *)&s->state;
 }
 static inline sqf_word *sem_max(sqf_sem *s)
 {
     return (sqf_word *)&s->max;
+}
+
+/* The address of the value's half of the state word, for the wait seam.
+ * Pointer arithmetic only: it reads nothing, so the releaser may compute
+ * it for a semaphore that is already gone. */
+static inline sqf_word *sem_futex(sqf_sem *s)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (sqf_word *)((char *)&s->state + 4);
+#else
+    return (sqf_word *)(void *)&s->state;
+#endif
+}
+
+static inline uint32_t sem_value(uint64_t st)
+{
+    return (uint32_t)st;
+}
+static inline uint32_t sem_waiters(uint64_t st)
+{
+    return (uint32_t)(st >> 32);
 }
 
 /* The bound encoded in a `max` word: its low 31 bits, 0 meaning the largest. */
@@ -68,13 +126,12 @@ static inline uint32_t sem_bound(uint32_t maxword)
 }
 
 /* Take one permit if there is one.  Retries while the value is non-zero, so
- * false means `value` was seen at 0 (by the last load or failed CAS).
- * `first` orders the first load: SC where it is half of the Dekker pair. */
-static bool take(sqf_word *val, memory_order first)
+ * false means the value was seen at 0 (by the last load or failed CAS). */
+static bool take(sqf_word64 *state)
 {
-    uint32_t v = at_load(val, first);
-    while (v != 0)
-        if (at_cas(val, &v, v - 1, ACQ)) return true;
+    uint64_t st = at_load64(state, RLX);
+    while (sem_value(st) != 0)
+        if (at_cas64(state, &st, st - 1, ACQ)) return true;
     return false;
 }
 
@@ -83,8 +140,7 @@ int sqf_sem_init(sqf_sem *s, unsigned value, unsigned max, unsigned flags)
     if (!s || (flags & ~SQF_SHARED) || max > SQF_SEM_VALUE_MAX || value > sem_bound(max))
         return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
-    at_store(sem_value(s), value, RLX);
-    at_store(sem_waiters(s), 0, RLX);
+    at_store64(sem_state(s), value, RLX); /* nobody waiting */
     at_store(sem_max(s), max | ((flags & SQF_SHARED) ? SEM_SHARED : 0), REL);
     return 0;
 }
@@ -92,87 +148,101 @@ int sqf_sem_init(sqf_sem *s, unsigned value, unsigned max, unsigned flags)
 int sqf_sem_destroy(sqf_sem *s)
 {
     if (!s) return EINVAL;
-    /* ACQ pairs with the leaving waiters' REL decrement: once we see 0,
-     * their last accesses to *s happen-before our return. */
-    return at_load(sem_waiters(s), ACQ) ? EBUSY : 0;
+    /* ACQ pairs with the leaving waiters' REL compare-and-swap: once we see
+     * no waiter, their last accesses to *s happen-before our return. */
+    return sem_waiters(at_load64(sem_state(s), ACQ)) ? EBUSY : 0;
 }
 
 int sqf_sem_getvalue(sqf_sem *s, unsigned *value)
 {
     if (!s || !value) return EINVAL;
-    *value = at_load(sem_value(s), RLX);
+    *value = sem_value(at_load64(sem_state(s), RLX));
     return 0;
 }
 
 int sqf_sem_tryacquire_slow_(sqf_sem *s)
 {
     if (!s) return EINVAL;
-    return take(sem_value(s), RLX) ? 0 : EBUSY;
+    return take(sem_state(s)) ? 0 : EBUSY;
 }
 
 int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline)
 {
     if (!s) return EINVAL;
-    sqf_word *val = sem_value(s);
-    if (take(val, RLX)) return 0;
+    sqf_word64 *state = sem_state(s);
+    if (take(state)) return 0;
     /* A deadline already past: that was the one try.  Return before
      * counting ourselves, so that no release pays for a futile wake. */
     if (deadline != SQF_FOREVER && deadline <= sqf_now()) return ETIMEDOUT;
 
     bool shared = at_load(sem_max(s), RLX) & SEM_SHARED;
-    sqf_word *waiters = sem_waiters(s);
-    at_add(waiters, 1, SC); /* Dekker, rule 1: count ourselves in ... */
-    int result, r = 0;
-    bool woken = false;
+    sqf_word *futex = sem_futex(s);
+    /* Count ourselves in, in a step that finds the value 0; if a permit
+     * arrived meanwhile, take it instead.  Any release after this step in
+     * the state word's modification order sees us counted (see the top). */
+    uint64_t st = at_load64(state, RLX);
     for (;;) {
-        /* ... then look at the value (SC).  After every sqf_wait, whatever
-         * it returned, we get here again: a thread woken at its deadline
-         * still takes the permit it was woken for (rule 2). */
-        if (take(val, SC)) {
-            result = 0;
+        if (sem_value(st) != 0) {
+            if (at_cas64(state, &st, st - 1, ACQ)) return 0;
+        } else if (at_cas64(state, &st, st + SEM_WAITER, RLX)) {
             break;
         }
-        if (r == ETIMEDOUT) {
-            /* The deadline has passed and, since our last wait, `value` was
-             * seen at 0: there is no permit we could strand. */
-            result = ETIMEDOUT;
-            break;
-        }
-        /* EAGAIN (the value changed before we were queued), EINTR or a
-         * wake-up: loop and look again.  ETIMEDOUT: one last look. */
-        r = sqf_wait(val, 0, deadline, shared);
-        if (r == SQF_WAIT_WOKEN) woken = true;
     }
-    /* The safety net of rule 2, while we are still counted (so that a
-     * concurrent destroy cannot succeed under us). */
-    if (result == ETIMEDOUT && woken && at_load(val, SC) != 0 && at_load(waiters, SC) > 1)
-        sqf_wake(val, 1, shared);
-    /* REL: pairs with destroy's ACQ load of `waiters`. */
-    at_sub(waiters, 1, REL);
-    return result;
+    for (;;) {
+        /* Sleep while the value is 0.  EAGAIN (it was not 0 when we were
+         * queued), EINTR, a wake-up or a time-out: look again below. */
+        int r = sqf_wait(futex, 0, deadline, shared);
+        /* Leave the count in the same step that takes a permit or, when
+         * the deadline has passed, that finds none; else sleep again.
+         * After every sqf_wait, whatever it returned, we look: a thread
+         * woken at its deadline still takes the permit it was woken for.
+         * AR: ACQ takes the permit's writes; REL (also on the time-out
+         * path) pairs with destroy's ACQ load: our accesses to *s end
+         * here.  (A WOKEN return whose deadline has passed comes back here
+         * with ETIMEDOUT from the next sqf_wait, which then returns at
+         * once.) */
+        st = at_load64(state, RLX);
+        for (;;) {
+            if (sem_value(st) != 0) {
+                if (at_cas64(state, &st, st - 1 - SEM_WAITER, AR)) return 0;
+            } else if (r == ETIMEDOUT) {
+                if (at_cas64(state, &st, st - SEM_WAITER, REL)) return ETIMEDOUT;
+            } else {
+                break;
+            }
+        }
+    }
 }
 
+/* Used by the inline release after its compare-and-swap, when *s may
+ * already be freed: it computes the futex address and reads nothing. */
 void sqf_sem_wake_(sqf_sem *s, unsigned nwake, int shared)
 {
-    sqf_wake(sem_value(s), (int)nwake, shared != 0);
+    sqf_wake(sem_futex(s), (int)nwake, shared != 0);
 }
 
 int sqf_sem_release_slow_(sqf_sem *s, unsigned n)
 {
     if (!s || n == 0 || n > SQF_SEM_VALUE_MAX) return EINVAL;
-    /* Read `max` before publishing the permits: afterwards the semaphore
-     * may be taken, destroyed and its memory reused (see "Lifetime"). */
+    /* Read all we need from *s before publishing the permits: afterwards
+     * the semaphore may be taken, destroyed and its memory reused (see
+     * "Lifetime" in sem.h). */
     uint32_t m = at_load(sem_max(s), RLX);
     uint32_t bound = sem_bound(m);
-    sqf_word *val = sem_value(s);
-    uint32_t v = at_load(val, RLX);
+    sqf_word64 *state = sem_state(s);
+    sqf_word *futex = sem_futex(s); /* address only */
+    uint64_t st = at_load64(state, RLX);
     do {
-        /* v > bound cannot happen (invariant); checked so that even a
-         * corrupted word cannot make bound - v wrap. */
+        /* A value above the bound cannot happen (invariant); checked so
+         * that even a corrupted word cannot make bound - v wrap.  v + n <=
+         * bound < 2^31 never carries into the waiter count. */
+        uint32_t v = sem_value(st);
         if (v > bound || n > bound - v) return EOVERFLOW;
-    } while (!at_cas(val, &v, v + n, SC)); /* SC: Dekker, rule 1; also the release */
-    uint32_t w = at_load(sem_waiters(s), SC);
-    if (w != 0) sqf_wake(val, (int)(n < w ? n : w), (m & SEM_SHARED) != 0);
+    } while (!at_cas64(state, &st, st + n, REL)); /* REL: the permits' release */
+    /* From here on *s may be gone.  st is the word just before our add: its
+     * waiter count is everyone a wake-up might be owed to. */
+    uint32_t w = sem_waiters(st);
+    if (w != 0) sqf_wake(futex, (int)(n < w ? n : w), (m & SEM_SHARED) != 0);
     return 0;
 }
 

@@ -48,13 +48,19 @@ static void spin_until(sqf_deadline t)
     }
 }
 
+/* The waiter count: the high half of the state word (see sem.h). */
+static unsigned waiters_of(sqf_sem *s)
+{
+    return (unsigned)(atomic_load(&s->state) >> 32);
+}
+
 static void hang(const char *what, sqf_sem *s, int returned, int expected)
 {
     unsigned v = 0;
     sqf_sem_getvalue(s, &v);
     fprintf(stderr,
             "FAILED (watchdog, %d s): %s: %d of %d threads returned; value %u, waiters %u\n",
-            WATCHDOG_MS / 1000, what, returned, expected, v, (unsigned)atomic_load(&s->waiters));
+            WATCHDOG_MS / 1000, what, returned, expected, v, waiters_of(s));
     CHECK(0);
     exit(check_done());
 }
@@ -177,7 +183,7 @@ static void test_conservation(unsigned initial, unsigned bound)
     CHECK_EQ(sqf_sem_getvalue(&s, &v), 0);
     CHECK_EQ(v, (long)initial + released - acquired);
     CHECK_EQ(bad, 0);
-    CHECK_EQ(atomic_load(&s.waiters), 0);
+    CHECK_EQ(waiters_of(&s), 0);
     CHECK_EQ(sqf_sem_destroy(&s), 0);
     if (bound) CHECK(v <= bound);
     printf("conservation (initial %u, bound %u): released %ld, acquired %ld, %ld time-outs, "
@@ -284,7 +290,7 @@ static void test_batches(void)
         unsigned v = 1;
         CHECK_EQ(sqf_sem_getvalue(&s, &v), 0);
         CHECK_EQ(v, 0);
-        CHECK_EQ(atomic_load(&s.waiters), 0);
+        CHECK_EQ(waiters_of(&s), 0);
     }
     printf("batches: %ld rounds of %d threads (%ld permits released early)\n", rounds,
            BATCH_THREADS, early_total);
@@ -418,10 +424,10 @@ static void test_timeout_race(void)
         for (int i = 0; i < RACE_TIMED; i++)
             b[i].deadline = d;
         gate_open(&mu, &cv, &go_timed);
-        while (atomic_load(&s.waiters) < RACE_TIMED && sqf_now() < d - SQF_MS)
+        while (waiters_of(&s) < RACE_TIMED && sqf_now() < d - SQF_MS)
             sched_yield();
         gate_open(&mu, &cv, &go_blocking);
-        while (atomic_load(&s.waiters) < RACE_TIMED + RACE_BLOCKING && sqf_now() < d - SQF_MS)
+        while (waiters_of(&s) < RACE_TIMED + RACE_BLOCKING && sqf_now() < d - SQF_MS)
             sched_yield();
         /* Single releases from around d - 150 us to d + 450 us. */
         spin_until(d - 150 * SQF_US + (int64_t)(rnd(&seed) % 300) * SQF_US);
@@ -447,7 +453,7 @@ static void test_timeout_race(void)
         unsigned v = 1;
         CHECK_EQ(sqf_sem_getvalue(&s, &v), 0);
         CHECK_EQ(v, 0);
-        CHECK_EQ(atomic_load(&s.waiters), 0);
+        CHECK_EQ(waiters_of(&s), 0);
         pthread_cond_destroy(&cv);
         pthread_mutex_destroy(&mu);
     }

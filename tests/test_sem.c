@@ -3,8 +3,16 @@
  * initialiser, time-outs, destroy while waited on, and that release(n) with
  * k sleepers wakes exactly min(n, k) of them. */
 #include <limits.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <time.h>
+#if defined(__linux__)
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#endif
 
 #include <squarefree.h>
 
@@ -18,9 +26,10 @@ static unsigned value_of(sqf_sem *s)
     return v;
 }
 
+/* The waiter count: the high half of the state word (see sem.h). */
 static unsigned waiters_of(sqf_sem *s)
 {
-    return atomic_load(&s->waiters);
+    return (unsigned)(atomic_load(&s->state) >> 32);
 }
 
 static void sleep_ms(long ms)
@@ -418,6 +427,235 @@ static void test_overflow_wakes_nobody(void)
     CHECK_EQ(waiters_of(&s), 0);
 }
 
+/* --- regression: glibc bug 12674 -------------------------------------------
+ *
+ * POSIX lets the thread that takes a permit destroy the semaphore and free
+ * its memory at once, while the thread that released the permit may still
+ * be inside sem_post.  glibc's sem_post read the waiter count after
+ * publishing the permit, and so read freed memory (glibc bug 12674).
+ * sqf_sem_release did the same (it added to `value`, then read `waiters`)
+ * until both moved into one word.
+ *
+ * A releaser hands one permit per round to a taker that, as soon as it has
+ * the permit, destroys the semaphore, scribbles over it (plain stores) and
+ * frees it.  Memory comes from the heap under ASan (which then reports a
+ * heap-use-after-free) and otherwise from pages that are made inaccessible
+ * (PROT_NONE: as good as unmapped, but the address is not handed out again
+ * by the next mmap), so that a stray access faults in any build.
+ *
+ * The old code's window (between the compare-and-swap and the load of the
+ * waiter count) is two adjacent instructions: thousands of rounds with
+ * signals timed to arrive during the release never once interrupted it
+ * there.  So the releaser arms a hardware watchpoint on writes to the
+ * semaphore's first word (perf_event_open with sigtrap): its
+ * compare-and-swap traps right after it completes, and the handler holds
+ * the releaser there until the taker has freed the memory.  The old code
+ * then failed at once in every build (a fault; under ASan a
+ * heap-use-after-free; under TSan a race report).  Where
+ * the watchpoint is not available (no perf events, kernel < 5.13, no debug
+ * registers; and under TSan, see UAF_WATCH), the rounds run unheld; the
+ * old code then escapes except under TSan, which reports its read of
+ * `waiters` as a race with the scribbling every time, since nothing orders
+ * the two.
+ *
+ * The taker takes its permit in one of three ways: spinning on tryacquire,
+ * with short timed acquires (both free the memory while the releaser is
+ * held), or blocking in acquire (the release must wake it first; not held).
+ * With a waiter counted, the release then wakes through the address of
+ * memory that is gone. */
+
+#if defined(__has_feature)
+#define UAF_HAS_FEATURE(x) __has_feature(x)
+#else
+#define UAF_HAS_FEATURE(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || UAF_HAS_FEATURE(address_sanitizer)
+#define UAF_HEAP 1
+#else
+#define UAF_HEAP 0
+#endif
+/* TSan runs a synchronous signal's handler inside its own atomic operation,
+ * with its internal locks held, so a handler that uses atomics deadlocks. */
+#if defined(__SANITIZE_THREAD__) || UAF_HAS_FEATURE(thread_sanitizer)
+#define UAF_WATCH 0
+#else
+#define UAF_WATCH 1
+#endif
+
+#define UAF_PAGES   16
+#define UAF_HOLD_NS SQF_MS
+
+enum { UAF_SPIN, UAF_TIMED, UAF_BLOCK };
+
+static struct {
+    pthread_t releaser;
+    _Atomic(sqf_sem *) slot; /* the next semaphore, from the taker to the releaser */
+    atomic_int stop;
+    atomic_int mode;   /* the taker's UAF_* for its current round */
+    atomic_int hold;   /* whether the trap holds the releaser in its round */
+    atomic_long round; /* the round the releaser is in */
+    atomic_long freed; /* the last round whose semaphore is gone */
+    atomic_long held;  /* rounds whose semaphore was freed while the releaser was held */
+    atomic_long armed; /* rounds with a watchpoint */
+    long bad;          /* releases that did not return 0 */
+} uaf;
+
+/* Arm a hardware watchpoint on this thread's writes to the 4 bytes at p: a
+ * write traps (SIGTRAP) as soon as the instruction completes.  Returns the
+ * perf event's descriptor (close it to disarm), or -1 if not available. */
+static int uaf_watch(void *p)
+{
+#if UAF_WATCH && defined(__linux__) && defined(PERF_ATTR_SIZE_VER7) /* sigtrap: Linux 5.13 */
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_BREAKPOINT;
+    a.size = sizeof a;
+    a.bp_type = HW_BREAKPOINT_W;
+    a.bp_addr = (uintptr_t)p;
+    a.bp_len = HW_BREAKPOINT_LEN_4;
+    a.sample_period = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.sigtrap = 1;
+    a.remove_on_exec = 1; /* required with sigtrap */
+    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+#else
+    (void)p;
+    return -1;
+#endif
+}
+
+/* The releaser has just written the semaphore's state word: that is its
+ * compare-and-swap (or, rarely, a failed one, which writes the old value
+ * back on x86; then the hold simply runs out).  Hold it here until the
+ * taker has freed the memory.  Async-signal-safe: lock-free atomics and
+ * sqf_now (clock_gettime). */
+static void uaf_trap(int sig)
+{
+    (void)sig;
+    int saved_errno = errno;
+    long r = atomic_load(&uaf.round);
+    if (atomic_load(&uaf.hold)) {
+        sqf_deadline end = sqf_now() + UAF_HOLD_NS;
+        while (atomic_load(&uaf.freed) < r && sqf_now() < end) {
+        }
+        if (atomic_load(&uaf.freed) >= r) atomic_fetch_add(&uaf.held, 1);
+    }
+    errno = saved_errno;
+}
+
+static void *uaf_releaser(void *arg)
+{
+    (void)arg;
+    for (long r = 1;; r++) {
+        sqf_sem *s;
+        for (int i = 0; !(s = atomic_exchange(&uaf.slot, NULL)); i++) {
+            if (atomic_load(&uaf.stop)) return NULL;
+            if (i % 64 == 63) sched_yield();
+        }
+        atomic_store(&uaf.round, r);
+        /* A blocked taker needs the wake-up before it can free anything.
+         * (The taker set its mode before handing over s, and changes it
+         * only after our release.) */
+        atomic_store(&uaf.hold, atomic_load(&uaf.mode) != UAF_BLOCK);
+        /* Give up on the watchpoint if it never lets the taker in (where
+         * it traps before the write rather than after it). */
+        long armed = atomic_load(&uaf.armed);
+        int fd = armed < 64 || atomic_load(&uaf.held) > 0 ? uaf_watch(s) : -1;
+        if (fd >= 0) atomic_fetch_add(&uaf.armed, 1);
+        if (sqf_sem_release(s, 1) != 0) uaf.bad++; /* s may be gone before this returns */
+        if (fd >= 0) close(fd);
+    }
+}
+
+static void test_free_after_take_glibc12674(void)
+{
+    size_t pagesize = (size_t)sysconf(_SC_PAGESIZE);
+    char *pages = NULL;
+    if (!UAF_HEAP) {
+        pages = mmap(NULL, pagesize * UAF_PAGES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(pages != MAP_FAILED);
+        if (pages == MAP_FAILED) return;
+    }
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = uaf_trap;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    CHECK_EQ(sigaction(SIGTRAP, &sa, &old), 0);
+    CHECK_EQ(pthread_create(&uaf.releaser, NULL, uaf_releaser, NULL), 0);
+
+    long rounds = soak(2000), bad = 0, modes[3] = {0, 0, 0};
+    for (long r = 1; r <= rounds; r++) {
+        char *mem;
+        size_t size = sizeof(sqf_sem) + 64;
+        if (UAF_HEAP) {
+            mem = malloc(size); /* 16-byte aligned, and size - sizeof(sqf_sem) is 64 */
+        } else {
+            mem = pages + pagesize * (size_t)(r % UAF_PAGES);
+            size = pagesize;
+            if (mprotect(mem, size, PROT_READ | PROT_WRITE) != 0) mem = NULL;
+        }
+        if (!mem) {
+            bad++;
+            break;
+        }
+        /* At the end of the memory; unbounded or bounded; private or
+         * (every eighth round, where supported) shared. */
+        sqf_sem *s = (sqf_sem *)(mem + size - sizeof(sqf_sem));
+        unsigned flags = (r % 8 == 0 && sqf_wait_shared_supported()) ? SQF_SHARED : SQF_PRIVATE;
+        if (sqf_sem_init(s, 0, r % 2 ? 0 : 1, flags) != 0) bad++;
+        int mode = (int)((r * 7) % 10);
+        mode = mode < 6 ? UAF_SPIN : mode < 8 ? UAF_TIMED : UAF_BLOCK;
+        modes[mode]++;
+        atomic_store(&uaf.mode, mode);
+        atomic_store(&uaf.slot, s);
+        int e;
+        switch (mode) {
+        case UAF_SPIN:
+            for (int i = 0; (e = sqf_sem_tryacquire(s)) == EBUSY; i++)
+                if (i % 64 == 63) sched_yield();
+            break;
+        case UAF_TIMED:
+            while ((e = sqf_sem_timedacquire(s, sqf_after(5 * SQF_US))) == ETIMEDOUT) {
+            }
+            break;
+        default:
+            e = sqf_sem_acquire(s);
+            break;
+        }
+        /* The permit is ours: destroy, scribble, free. */
+        if (e != 0 || sqf_sem_destroy(s) != 0) bad++;
+        memset(mem, 0xA5, size);
+        if (UAF_HEAP)
+            free(mem);
+        else if (mprotect(mem, size, PROT_NONE) != 0)
+            bad++;
+        atomic_store(&uaf.freed, r);
+    }
+    atomic_store(&uaf.stop, 1);
+    pthread_join(uaf.releaser, NULL);
+    sigaction(SIGTRAP, &old, NULL);
+    if (!UAF_HEAP) munmap(pages, pagesize * UAF_PAGES);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(uaf.bad, 0);
+    long armed = atomic_load(&uaf.armed), held = atomic_load(&uaf.held);
+#if defined(__x86_64__) || defined(__i386__)
+    /* x86 data watchpoints trap after the write: the taker then freed the
+     * memory under a held releaser in nearly every spinning or timed round
+     * (a heavily loaded machine may miss the 1 ms hold in some). */
+    if (armed > 0) CHECK(held > 0);
+#endif
+    printf("glibc 12674: %ld rounds (%ld spinning, %ld timed, %ld blocking takers), "
+           "watchpoint armed in %ld (%s); the semaphore was freed while its releaser was "
+           "held just after publishing the permit in %ld\n",
+           rounds, modes[UAF_SPIN], modes[UAF_TIMED], modes[UAF_BLOCK], armed,
+           !UAF_WATCH ? "off under TSan"
+           : armed    ? "perf breakpoint"
+                      : "perf events not available",
+           held);
+}
+
 int main(void)
 {
     test_null();
@@ -430,5 +668,6 @@ int main(void)
     test_static_init();
     test_release_wakes_min();
     test_overflow_wakes_nobody();
+    test_free_after_take_glibc12674();
     return check_done();
 }

@@ -4,10 +4,13 @@
  * connections, the free and the filled slots of a bounded queue), or
  * counting events that producers signal to consumers, as POSIX sem_t does,
  * but
- * - twelve bytes, zero-initialised, no destructor needed, no heap;
+ * - sixteen bytes, zero-initialised, no destructor needed, no heap;
  * - an acquire that finds a permit is an inline load and one
- *   compare-and-swap; a release when nobody waits is an inline
- *   compare-and-swap and a load, and makes no system call;
+ *   compare-and-swap; a release when nobody waits is two inline loads and
+ *   one compare-and-swap, and makes no system call;
+ * - a release stops touching the semaphore once its permits are published,
+ *   so the thread that takes the last permit may destroy and free it at
+ *   once, even while the release is still returning (see Lifetime);
  * - release(n) adds n permits at once and wakes up to n sleepers with one
  *   kernel call;
  * - an optional bound: a release that would push the value past it fails
@@ -63,7 +66,8 @@
  * admission on top (a ticket per waiter) if you need it.
  *
  * How it waits: an acquire that finds the value 0 does not spin; it counts
- * itself in `waiters` and sleeps on the value word until it is non-zero.
+ * itself in `waiters` (in the same word as the value) and sleeps on the
+ * value until it is non-zero.
  *
  * Wake-ups: release(n) makes at most one kernel call, a FUTEX_WAKE of
  * min(n, waiters), so handing n permits to n sleepers costs the releaser
@@ -71,37 +75,59 @@
  * wakes more threads than it adds permits.  A release that finds nobody in
  * a blocking acquire makes no system call, nor does an acquire that finds a
  * permit.  A woken thread that loses its permit to a barger goes back to
- * sleep; each permit causes at most one such futile wake-up.  A timed
- * acquire that was woken, found no permit and then timed out passes one
- * wake-up on if it sees permits and other waiters as it leaves (a safety
- * net; see sem.c), so at most one more call per such time-out.
+ * sleep; each permit causes at most one such futile wake-up.  A waiter
+ * leaves (timed out, or with a permit) in the same atomic step in which it
+ * last looks at the value, so it can never leave a permit behind that its
+ * wake-up was meant for.
  *
- * Lifetime: the memory may be reused once sqf_sem_destroy returns 0 and no
- * call on the semaphore is still running.  Note that this is stricter than
- * POSIX sem_destroy: after publishing its permits, sqf_sem_release reads the
- * waiter count.  So a thread that takes the last permit must not free the
- * semaphore while the thread that released it may still be returning from
- * sqf_sem_release (join it, or synchronise with it otherwise first).
+ * Lifetime: sqf_sem_release touches the semaphore's memory only up to the
+ * atomic step that publishes its permits.  After that it only hands the
+ * value's address to the wake call (FUTEX_WAKE), which does not read or
+ * write the memory.  So the memory may be freed or reused (after
+ * sqf_sem_destroy, which is optional, returned 0) as soon as
+ * - no other call on it is running: acquire, tryacquire, timedacquire,
+ *   getvalue and destroy touch it until they return, and so does a release
+ *   that fails (it publishes nothing); and
+ * - every release still running on it has published its permits (you
+ *   know that of a release once you have taken one of its permits).
+ * For example, a thread that waits in sqf_sem_acquire for a single release
+ * may destroy and free the semaphore as soon as its acquire returns, even
+ * though the releasing thread may still be inside sqf_sem_release.  (POSIX
+ * requires this of sem_destroy; glibc bug 12674 was this bug.)  The late
+ * wake-up goes to whatever uses the address by then.  It finds nobody (on
+ * unmapped memory, FUTEX_WAKE fails harmlessly), or it spuriously wakes a
+ * thread waiting on a futex now at that address; every squarefree
+ * primitive tolerates that, as every futex user must.  With the portable
+ * backend it only hashes the address.
  *
  * State words (invariants):
- *   value    the permits available, 0..bound.  The futex word: blocking
- *            acquirers sleep on it while it is 0.  Changed only by
- *            compare-and-swap: an acquire takes v -> v-1 for v > 0, a
- *            release takes v -> v+n only if v+n <= bound.  It never exceeds
- *            the bound and never wraps.
- *   waiters  the number of threads inside a blocking acquire, asleep or
- *            not: counted before their last look at `value`, uncounted as
- *            they leave.  Never less than the number asleep on `value`, so
- *            a release that reads 0 here (after publishing its permits) has
- *            nobody to wake.  It may count a thread that is about to leave;
- *            that costs at most a wake-up call that finds nobody.
+ *   state    one 64-bit word, changed only by atomic read-modify-writes
+ *            (and by sqf_sem_init), so that a release learns from the same
+ *            atomic step that publishes its permits whether anyone waits,
+ *            and needs to touch nothing afterwards.
+ *     bits 0..31, value: the permits available, 0..bound.  This 32-bit half
+ *            is the futex word (at the word's address on little-endian
+ *            machines, 4 bytes further on big-endian ones): blocking
+ *            acquirers sleep on it while it is 0.  An acquire takes
+ *            v -> v-1 for v > 0; a release takes v -> v+n only if
+ *            v+n <= bound.  It never exceeds the bound (< 2^31) and never
+ *            wraps, so it never carries into the waiter count.
+ *     bits 32..63, waiters: the number of threads inside a blocking
+ *            acquire, asleep or not.  A thread counts itself only in a step
+ *            that finds the value 0 (otherwise it takes a permit instead),
+ *            and uncounts itself only in a step that takes a permit or
+ *            finds the value 0.  Never less than the number asleep on the
+ *            value, so a release that finds 0 here has nobody to wake.  It
+ *            may count a thread that is awake; that costs at most a wake-up
+ *            call that finds nobody.
  *   max      bits 0..30: the bound; 0 means SQF_SEM_VALUE_MAX.  bit 31:
  *            SHARED (sleep on process-shared futexes).  Written only by
  *            sqf_sem_init.
  *   No permit is stranded: whenever value > 0 and a thread sleeps on it,
- *   either a release that saw it counted is about to wake it, or another
- *   counted thread is awake and will look at `value` before it sleeps or
- *   leaves.  All zero is valid: value 0, unbounded, private, nobody waiting.
+ *   either a release that saw it counted is about to wake it (or enough
+ *   others), or a counted thread is awake and will look at the value
+ *   before it sleeps or leaves.  All zero is valid: value 0, unbounded,
+ *   private, nobody waiting.
  */
 #ifndef SQUAREFREE_SEM_H
 #define SQUAREFREE_SEM_H
@@ -111,9 +137,17 @@
 
 SQF_BEGIN_DECLS
 
+/* The state word is 8-byte aligned in C and C++ alike (a plain uint64_t is
+ * only 4-byte aligned in some 32-bit ABIs), so that both see one layout and
+ * the 64-bit atomics are naturally aligned. */
+#if defined(__cplusplus)
+#define SQF_SEM_ALIGN_ alignas(8)
+#else
+#define SQF_SEM_ALIGN_ _Alignas(8)
+#endif
+
 typedef struct sqf_sem {
-    SQF_WORD value; /* see the invariants above; touch only through this API */
-    SQF_WORD waiters;
+    SQF_SEM_ALIGN_ SQF_WORD64 state; /* see the invariants above; touch only through this API */
     SQF_WORD max;
 } sqf_sem;
 
@@ -121,7 +155,7 @@ typedef struct sqf_sem {
  *  (all zero). */
 #define SQF_SEM_INIT                                                                               \
     {                                                                                              \
-        0, 0, 0                                                                                    \
+        0, 0                                                                                       \
     }
 
 /** The largest value any semaphore may hold, and the bound of an unbounded one. */
@@ -135,8 +169,8 @@ typedef struct sqf_sem {
 SQF_API int sqf_sem_init(sqf_sem *s, unsigned value, unsigned max, unsigned flags);
 
 /** Check that no thread waits on *s, so that its memory may be reused (see
- *  "Lifetime" above).  Errors: EINVAL; EBUSY while threads wait (nothing
- *  changes). */
+ *  "Lifetime" above: a release that has published its permits does not
+ *  count).  Errors: EINVAL; EBUSY while threads wait (nothing changes). */
 SQF_API int sqf_sem_destroy(sqf_sem *s);
 
 /** Store the number of permits available now in *value.  Errors: EINVAL. */
@@ -146,18 +180,21 @@ SQF_API int sqf_sem_getvalue(sqf_sem *s, unsigned *value);
 SQF_API int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline);
 SQF_API int sqf_sem_tryacquire_slow_(sqf_sem *s);
 SQF_API int sqf_sem_release_slow_(sqf_sem *s, unsigned n);
+/* Wakes sleepers on s's value; reads nothing of *s (it may be gone). */
 SQF_API void sqf_sem_wake_(sqf_sem *s, unsigned nwake, int shared);
 
 #if SQF_INLINE_FAST_PATH
 
 /* One attempt at taking a permit: a load and, if there is a permit, one
- * compare-and-swap.  Failure (value 0, or a lost race) goes to the slow
- * path, which retries while the value is non-zero. */
+ * compare-and-swap that takes 1 from the value (the low 32 bits of the
+ * state word).  Failure (value 0, or a lost race) goes to the slow path,
+ * which retries while the value is non-zero. */
 static inline int sqf_sem_take_inline_(sqf_sem *s)
 {
-    uint32_t v = atomic_load_explicit(&s->value, memory_order_relaxed);
-    return v != 0 && atomic_compare_exchange_strong_explicit(
-                         &s->value, &v, v - 1, memory_order_acquire, memory_order_relaxed);
+    uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    return (uint32_t)st != 0 &&
+           atomic_compare_exchange_strong_explicit(&s->state, &st, st - 1, memory_order_acquire,
+                                                   memory_order_relaxed);
 }
 
 /** Take a permit, sleeping as long as it takes.  Errors: EINVAL. */
@@ -185,22 +222,27 @@ static inline int sqf_sem_timedacquire(sqf_sem *s, sqf_deadline deadline)
 
 /** Add n permits and wake up to n sleepers (one kernel call; none if nobody
  *  waits).  Errors: EINVAL; EOVERFLOW if value + n would exceed the bound
- *  (nothing changes). */
+ *  (nothing changes).  Once its permits are published it no longer touches
+ *  *s (see Lifetime). */
 static inline int sqf_sem_release(sqf_sem *s, unsigned n)
 {
     if (SQF_LIKELY(s != NULL)) {
+        /* Everything needed after the compare-and-swap is read before it:
+         * afterwards *s may already be freed. */
         uint32_t m = atomic_load_explicit(&s->max, memory_order_relaxed);
         uint32_t bound = m & SQF_SEM_VALUE_MAX;
         if (bound == 0) bound = SQF_SEM_VALUE_MAX;
-        uint32_t v = atomic_load_explicit(&s->value, memory_order_relaxed);
-        /* n - 1 < bound: 1 <= n <= bound, so bound - n cannot wrap. */
+        uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        uint32_t v = (uint32_t)st;
+        /* n - 1 < bound: 1 <= n <= bound, so bound - n cannot wrap; and
+         * v + n <= bound < 2^31 cannot carry into the waiter count. */
         if (SQF_LIKELY(n - 1u < bound && v <= bound - n) &&
-            atomic_compare_exchange_strong_explicit(&s->value, &v, v + n, memory_order_seq_cst,
+            atomic_compare_exchange_strong_explicit(&s->state, &st, st + n, memory_order_release,
                                                     memory_order_relaxed)) {
-            /* Read after the seq_cst add: see sem.c (the Dekker pair). */
-            uint32_t w = atomic_load_explicit(&s->waiters, memory_order_seq_cst);
+            /* The waiter count as of our add: see sem.c. */
+            uint32_t w = (uint32_t)(st >> 32);
             if (SQF_LIKELY(w == 0)) return 0;
-            sqf_sem_wake_(s, n < w ? n : w, (int)(m >> 31));
+            sqf_sem_wake_(s, n < w ? n : w, (int)(m >> 31)); /* uses only the address s */
             return 0;
         }
     }

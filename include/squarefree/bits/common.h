@@ -18,12 +18,14 @@
 
 #if defined(__cplusplus)
 #define SQF_WORD             uint32_t
+#define SQF_WORD64           uint64_t
 #define SQF_INLINE_FAST_PATH 0
 #define SQF_BEGIN_DECLS      extern "C" {
 #define SQF_END_DECLS        }
 #else
 #include <stdatomic.h>
-#define SQF_WORD _Atomic uint32_t
+#define SQF_WORD   _Atomic uint32_t
+#define SQF_WORD64 _Atomic uint64_t
 #if defined(SQF_NO_INLINE)
 #define SQF_INLINE_FAST_PATH 0
 #else
