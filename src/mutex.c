@@ -126,16 +126,24 @@ int sqf_mutex_trylock_slow_(sqf_mutex *m)
 }
 
 /* A hand-off found nobody to wake: release the lock after all, unless some
- * woken thread has taken it meanwhile (then HANDOFF is already clear). */
-static void revoke_handoff(sqf_word *w, bool shared)
+ * woken thread has taken it meanwhile (then HANDOFF is already clear).  If a
+ * combining request was queued meanwhile (COMBINE: it saw LOCKED), the lock
+ * may not be released: take it back instead and return false, so that the
+ * caller runs the request before it lets go. */
+static bool revoke_handoff(sqf_word *w, bool shared)
 {
     uint32_t v = at_load(w, RLX);
     while (v & MU_HANDOFF) {
+        if (v & MU_COMBINE) {
+            if (at_cas(w, &v, v & ~MU_HANDOFF, ACQ)) return false;
+            continue;
+        }
         if (at_cas(w, &v, v & ~(MU_LOCKED | MU_HANDOFF | MU_PARKED), REL)) {
             if (v & MU_PARKED) sqf_wake(w, 1, shared);
-            return;
+            return true;
         }
     }
+    return true;
 }
 
 int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
@@ -143,14 +151,28 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
     if (!m) return EINVAL;
     sqf_word *w = mu_word(m);
     bool shared = mu_shared(m);
+    sqf_deadline since = 0; /* when this unlock began running requests */
     uint32_t v = at_load(w, RLX);
     for (;;) {
         if (!(v & MU_LOCKED) || (v & MU_HANDOFF)) return EPERM;
+        if (v & MU_COMBINE) {
+            /* Combining requests are queued (they saw LOCKED and sleep until
+             * the holder runs them): run them before letting go.  The CASes
+             * below that release or hand off expect COMBINE clear, so a
+             * request queued after the last drain makes them fail and is
+             * drained on the next pass. */
+            if (!sqf_mutex_drain_(m, &since)) return 0; /* m passed to a requester */
+            v = at_load(w, RLX);
+            continue;
+        }
         if ((v & MU_PARKED) && (fair || (v & MU_STARVING))) {
             /* Hand off: LOCKED stays set, so no barging thread can take it;
              * the woken sleeper clears HANDOFF and owns the lock. */
             if (!at_cas(w, &v, v | MU_HANDOFF, REL)) continue;
-            if (sqf_wake(w, 1, shared) == 0) revoke_handoff(w, shared);
+            if (sqf_wake(w, 1, shared) == 0 && !revoke_handoff(w, shared)) {
+                v = at_load(w, RLX); /* ours again, with requests to run */
+                continue;
+            }
             return 0;
         }
         if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_PARKED), REL)) continue;

@@ -1,5 +1,5 @@
 /* mutex_word.h: the sqf_mutex lock word's bits (documented as invariants in
- * include/squarefree/mutex.h) and the entry points sqf_cond needs. */
+ * include/squarefree/mutex.h) and the entry points sqf_cond and combine.c need. */
 #ifndef SQF_SRC_MUTEX_WORD_H
 #define SQF_SRC_MUTEX_WORD_H
 
@@ -12,9 +12,14 @@
 #define MU_HANDOFF  (1u << 2)
 #define MU_STARVING (1u << 3)
 #define MU_SHARED   SQF_MUTEX_SHARED_
+#define MU_COMBINE  (1u << 5)
 
 /* A sleeper older than this asks for a direct hand-off. */
 #define MU_STARVE_NS (1000 * 1000)
+
+/* An unlock that keeps finding new combining requests stops running them
+ * after this long (past its first batch) and passes the lock on instead. */
+#define MU_COMBINE_NS SQF_MUTEX_COMBINE_NS
 
 static inline sqf_word *mu_word(sqf_mutex *m)
 {
@@ -30,5 +35,15 @@ static inline bool mu_shared(sqf_mutex *m)
  * requeued onto m): it may take a hand-off, and it sets PARKED when it
  * acquires because others may sleep.  Never times out. */
 void sqf_mutex_relock_(sqf_mutex *m, bool woken);
+
+/* combine.c: called by the holder of m, from its unlock, after it saw
+ * COMBINE.  Runs the requests queued for m (or, once *since, which the first
+ * call sets, is more than MU_COMBINE_NS ago, passes m to the oldest
+ * requester).  Returns true if the caller still holds m, false if m now
+ * belongs to that requester (the caller must not touch m again). */
+bool sqf_mutex_drain_(sqf_mutex *m, sqf_deadline *since);
+
+/* For tests: how many combining requests for m are queued now. */
+int sqf_mutex_combine_queued_(sqf_mutex *m);
 
 #endif

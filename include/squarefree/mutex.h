@@ -7,7 +7,10 @@
  *   polls), and wakes sleepers one at a time (never a thundering herd);
  * - it is eventually fair: a thread that has slept on it for more than about
  *   a millisecond is handed the lock directly, so barging threads cannot
- *   starve it.
+ *   starve it;
+ * - it combines (sqf_mutex_combine): a thread that finds it held can leave
+ *   a short critical section for the holder to run, so n queued updates
+ *   drain in one holder's run instead of n lock hand-offs.
  *
  *     static sqf_mutex mu = SQF_MUTEX_INIT;
  *     static long counter;
@@ -77,7 +80,9 @@
  * Wake-ups: an unlock wakes at most one sleeper (one FUTEX_WAKE of 1).  n
  * threads contending for the lock cost O(n) wake-ups in total; no operation
  * wakes more threads than can make progress.  sqf_cond_broadcast moves its
- * waiters onto the mutex instead of waking them (see cond.h).
+ * waiters onto the mutex instead of waking them (see cond.h).  An unlock
+ * that runs k combining requests wakes their k threads with one more
+ * FUTEX_WAKE (see sqf_mutex_combine).
  *
  * Lock word invariants (bit, meaning):
  *   LOCKED   (1<<0)  held.  Set by a lock; cleared only by an unlock that
@@ -95,6 +100,19 @@
  *                    and cleared only by that sleeper.
  *   SHARED   (1<<4)  set by sqf_mutex_init(SQF_SHARED) and never changed:
  *                    sleep on a process-shared futex.
+ *   COMBINE  (1<<5)  only with LOCKED: combining requests for this mutex are
+ *                    queued in the process-local side table (see
+ *                    sqf_mutex_combine).  Set by a requester, under its table
+ *                    bucket's lock, with a CAS that sees LOCKED and not
+ *                    STARVING; cleared, under that lock, only by the holder
+ *                    when it takes the last queued request.  While it is set
+ *                    the lock is never released: the inline unlock fails on
+ *                    it, and every CAS that releases or hands off expects it
+ *                    clear, so the holder runs the requests first.  A
+ *                    hand-off in flight (HANDOFF) may gain it: the woken
+ *                    thread then owns the requests, and an unlocker that
+ *                    revokes the hand-off takes the lock back rather than
+ *                    releasing it.  Never set on a SHARED mutex.
  *   Unlocked and idle is 0 (or SHARED); the all-zero initialiser is valid.
  */
 #ifndef SQUAREFREE_MUTEX_H
@@ -122,6 +140,11 @@ typedef struct sqf_mutex {
 /** How long a contended locker spins before sleeping, in nanoseconds. */
 #define SQF_MUTEX_SPIN_NS 25000
 
+/** How long an unlock keeps running combining requests that arrive while it
+ *  runs earlier ones (beyond its first batch) before it passes the mutex on,
+ *  in nanoseconds (see sqf_mutex_combine). */
+#define SQF_MUTEX_COMBINE_NS 1000000
+
 /** Initialise *m unlocked.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
  *  only for SQF_SHARED or to reuse memory; zeroed memory is a valid mutex.
  *  Errors: EINVAL, ENOTSUP. */
@@ -141,6 +164,82 @@ SQF_API int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair);
  *  Slower than sqf_mutex_unlock; use it where latency fairness matters.
  *  Errors: EINVAL; EPERM if *m is not locked. */
 SQF_API int sqf_mutex_unlock_fair(sqf_mutex *m);
+
+/** Run fn(arg) as a critical section of *m; if *m is held, let its holder
+ *  run it (flat combining).
+ *
+ *  What it is for: many threads each making a short update under one
+ *  mutex.  With lock, update, unlock, each of n queued threads must be woken
+ *  and scheduled in turn, so the lock idles for a context switch per
+ *  critical section.  With combine, a thread that finds the mutex held
+ *  queues its request and sleeps; the holder, in its unlock, runs every
+ *  queued request on its own thread before it lets the mutex go, then wakes
+ *  all their threads at once: n critical sections drain in one run.
+ *
+ *     static sqf_mutex mu = SQF_MUTEX_INIT;
+ *     static long total;                      // guarded by mu
+ *     static void add(void *arg) { total += *(long *)arg; }
+ *
+ *     long n = 5;
+ *     sqf_mutex_combine(&mu, add, &n);        // total += 5, under mu
+ *
+ *  When it combines: only when *m is held as the call arrives.  If *m is
+ *  free, the caller takes it (as trylock does), runs fn itself and unlocks,
+ *  and that unlock runs whatever was queued meanwhile.  If *m is held, the
+ *  request is queued and the caller sleeps; whoever holds *m (however it got
+ *  it: lock, trylock, timedlock, sqf_cond_wait, a combine of its own) runs
+ *  fn in its next unlock (sqf_mutex_unlock, sqf_mutex_unlock_fair, or the
+ *  one inside sqf_cond_wait), before it releases or hands off the mutex.
+ *  The call returns once fn has run.  Requests for one mutex run in the
+ *  order they were queued.  Exceptions, both to bound waiting:
+ *  - an unlock runs every request queued when it starts, then those that
+ *    arrive meanwhile for at most SQF_MUTEX_COMBINE_NS (about 1 ms) more;
+ *    if still more arrive, it passes the mutex (never released) to the
+ *    oldest queued requester, which runs its own fn and then unlocks,
+ *    draining the rest.  So an unlock returns in bounded time.
+ *  - in hand-off mode (a sleeper is starving; see Fairness) requests are
+ *    not queued: combine then waits for the lock like sqf_mutex_lock and
+ *    runs fn itself, so combining cannot starve plain lockers.
+ *
+ *  Requires of fn (it runs on an arbitrary thread, inside another thread's
+ *  unlock, with *m held):
+ *  - that it be short and never block (no sleeping, no waiting for another
+ *    lock, a condition or blocking I/O): every requester queued behind it,
+ *    and the thread running it, waits for it;
+ *  - that it not lock, unlock or combine on *m, nor wait on a condition
+ *    variable with *m;
+ *  - that it not depend on the thread it runs on (thread-locals, thread id,
+ *    signal mask); its state comes through arg;
+ *  - that it return normally (no longjmp, pthread_exit or cancellation).
+ *  Requires that the caller not hold *m (the mutex is not recursive: the
+ *  call would never return).
+ *
+ *  Memory ordering: fn runs as a critical section of *m, ordered with every
+ *  other one exactly as lock and unlock order them.  Everything the caller
+ *  wrote before the call happens-before fn runs, and everything fn wrote
+ *  happens-before the call returns.
+ *
+ *  Wake-ups: the requests one drain runs are woken with ONE FUTEX_WAKE
+ *  (portable backend: one call that signals each), none if none of them has
+ *  gone to sleep: k queued requests cost the holder k calls of fn and at
+ *  most one system call, whatever k, and no requester waits for another to
+ *  be scheduled.  Requests wait in a process-local table of 64 buckets
+ *  hashed by the mutex's address, and all requesters of one bucket sleep on
+ *  one word, so that wake also reaches requests not yet served (queued for
+ *  the next drain, or for another mutex of the same bucket): they find
+ *  their request not done and sleep again.  A spurious wake-up costs no
+ *  system call of the waker's; a request queued during a drain typically
+ *  sees one, more only if mutexes share its bucket.
+ *
+ *  Lifetime: when combine returns, the holder that ran fn may still be
+ *  inside its unlock of *m: the rule of Lifetime above applies.
+ *
+ *  SQF_SHARED: the queue is process-local, so on a process-shared mutex
+ *  combine never queues: it is lock, fn(arg), unlock on the calling thread.
+ *
+ *  Errors: EINVAL if m or fn is NULL (fn is not run).  Otherwise 0: fn has
+ *  run exactly once. */
+SQF_API int sqf_mutex_combine(sqf_mutex *m, void (*fn)(void *arg), void *arg);
 
 #if SQF_INLINE_FAST_PATH
 
