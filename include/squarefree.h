@@ -9,5 +9,6 @@
 #include <squarefree/sem.h>
 #include <squarefree/once.h>
 #include <squarefree/event.h>
+#include <squarefree/cancel.h>
 
 #endif

@@ -6,7 +6,7 @@
 
 #include "atomic.h"
 #include "mutex_word.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 #define CV_REQUEUE 1u
 #define CV_STEP    2u
@@ -64,7 +64,7 @@ static void finish_broadcast(sqf_cond *c, sqf_mutex *m, bool shared)
     }
 }
 
-int sqf_cond_timedwait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline)
+static int cond_wait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!c || !m) return EINVAL;
     bool shared = cv_shared(c);
@@ -80,20 +80,31 @@ int sqf_cond_timedwait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline)
         at_sub(cv_waiters(c), 1, REL);
         return e;
     }
-    int r = sqf_wait(seq, s, deadline, shared);
+    int r = sqf_wait_cancellable(seq, s, deadline, shared, tok);
     finish_broadcast(c, m, shared);
-    /* A time-out with seq unchanged saw no signal; otherwise one may have
-     * been meant for us, and returning 0 cannot lose it. */
-    int result =
-        (r == ETIMEDOUT && (at_load(seq, ACQ) | CV_REQUEUE) == (s | CV_REQUEUE)) ? ETIMEDOUT : 0;
+    /* A time-out or cancellation with seq unchanged saw no signal;
+     * otherwise one may have been meant for us, and returning 0 cannot lose
+     * it.  (ECANCELED also means no signal's wake-up dequeued us.) */
+    bool quiet = (at_load(seq, ACQ) | CV_REQUEUE) == (s | CV_REQUEUE);
+    int result = (r == ETIMEDOUT || r == ECANCELED || r == ENOTSUP) && quiet ? r : 0;
     at_sub(cv_waiters(c), 1, REL);
     sqf_mutex_relock_(m, r == SQF_WAIT_WOKEN);
     return result;
 }
 
+int sqf_cond_timedwait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline)
+{
+    return cond_wait(c, m, deadline, NULL);
+}
+
+int sqf_cond_wait_until(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    return cond_wait(c, m, deadline, cancel);
+}
+
 int sqf_cond_wait(sqf_cond *c, sqf_mutex *m)
 {
-    return sqf_cond_timedwait(c, m, SQF_FOREVER);
+    return cond_wait(c, m, SQF_FOREVER, NULL);
 }
 
 int sqf_cond_signal(sqf_cond *c)

@@ -5,7 +5,7 @@
 #include <squarefree/event.h>
 
 #include "atomic.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 #define EV_SET     SQF_EVENT_SET_
 #define EV_WAITERS (1u << 1)
@@ -59,7 +59,7 @@ int sqf_event_clear(sqf_event *e)
     return 0;
 }
 
-int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline)
+static int wait_slow(sqf_event *e, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!e) return EINVAL;
     sqf_word *w = ev_word(e);
@@ -79,12 +79,27 @@ int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline)
             break;
         }
         if (!(v & EV_WAITERS) && !at_cas(w, &v, v | EV_WAITERS, ACQ)) continue;
-        sqf_wait(w, v | EV_WAITERS, deadline, v & EV_SHARED);
+        int r = sqf_wait_cancellable(w, v | EV_WAITERS, deadline, v & EV_SHARED, tok);
         v = at_load(w, ACQ);
+        if ((r == ECANCELED || r == ENOTSUP) && !(v & EV_SET) && (v >> 3) == gen) {
+            result = r; /* nothing consumed: set wakes all anyway */
+            break;
+        }
     }
     /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
     at_sub(ev_waiters(e), 1, REL);
     return result;
+}
+
+int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline)
+{
+    return wait_slow(e, deadline, NULL);
+}
+
+int sqf_event_wait_until(sqf_event *e, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    if (e && (at_load(ev_word(e), ACQ) & EV_SET)) return 0;
+    return wait_slow(e, deadline, cancel);
 }
 
 /* Out-of-line forms of the inline functions (C++, SQF_NO_INLINE). */

@@ -5,7 +5,7 @@
 
 #include "cpu.h"
 #include "mutex_word.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 /* Threads spinning on any sqf_mutex in this process (see spin_acquire). */
 static sqf_word spinners;
@@ -67,12 +67,13 @@ static bool spin_acquire(sqf_word *w, sqf_deadline deadline)
  * that sets STARVING owns that bit: it alone clears it, when it acquires the
  * lock or gives up, so hand-off mode lasts until the starving thread is
  * served (a claimer that clears someone else's bit would end it early). */
-static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken)
+static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken, const sqf_cancel *tok)
 {
     sqf_word *w = mu_word(m);
     bool shared = mu_shared(m);
     sqf_deadline since = sqf_now();
     bool starver = false;
+    int cancelled = 0; /* ECANCELED or ENOTSUP once the token stops us */
     for (;;) {
         uint32_t v = at_load(w, RLX);
         uint32_t mine = starver ? MU_STARVING : 0;
@@ -88,20 +89,24 @@ static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken)
             continue;
         }
         sqf_deadline now = sqf_now();
-        if (now >= deadline) {
+        if (now >= deadline || cancelled) {
             /* If we consumed a wake-up, the unlock that sent it may have
              * cleared PARKED: set it again so the next unlock wakes another
              * sleeper in our place.  Give up our STARVING bit. */
             uint32_t want = (v | (woken ? MU_PARKED : 0)) & ~mine;
             if (want != v && !at_cas(w, &v, want, RLX)) continue;
-            return ETIMEDOUT;
+            return cancelled ? cancelled : ETIMEDOUT;
         }
         uint32_t want = v | MU_PARKED;
         bool claim = !(v & MU_STARVING) && now - since > MU_STARVE_NS;
         if (claim) want |= MU_STARVING;
         if (want != v && !at_cas(w, &v, want, RLX)) continue;
         starver |= claim;
-        woken = sqf_wait(w, want, deadline, shared) == SQF_WAIT_WOKEN;
+        int r = sqf_wait_cancellable(w, want, deadline, shared, tok);
+        woken = r == SQF_WAIT_WOKEN;
+        /* ECANCELED means no unlock's wake-up dequeued us: leave as a
+         * time-out does (after one more look at the word). */
+        if (r == ECANCELED || r == ENOTSUP) cancelled = r;
     }
 }
 
@@ -111,12 +116,21 @@ int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline)
     sqf_word *w = mu_word(m);
     if (try_take(w)) return 0;
     if (spin_acquire(w, deadline)) return 0;
-    return lock_sleep(m, deadline, false);
+    return lock_sleep(m, deadline, false, NULL);
+}
+
+int sqf_mutex_lock_until(sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    if (!m) return EINVAL;
+    sqf_word *w = mu_word(m);
+    if (try_take(w)) return 0;
+    if (!sqf_cancel_is_cancelled(cancel) && spin_acquire(w, deadline)) return 0;
+    return lock_sleep(m, deadline, false, cancel);
 }
 
 void sqf_mutex_relock_(sqf_mutex *m, bool woken)
 {
-    (void)lock_sleep(m, SQF_FOREVER, woken);
+    (void)lock_sleep(m, SQF_FOREVER, woken, NULL);
 }
 
 int sqf_mutex_trylock_slow_(sqf_mutex *m)

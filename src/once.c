@@ -13,7 +13,7 @@
 #include <squarefree/once.h>
 
 #include "atomic.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 #define ONCE_RUNNING  (1u << 0)
 #define ONCE_SLEEPERS (1u << 1)
@@ -37,7 +37,8 @@ static void finish_run(sqf_word *w, uint32_t to)
     if (old & ONCE_SLEEPERS) sqf_wake(w, INT32_MAX, (old & ONCE_SHARED) != 0);
 }
 
-int sqf_once_run_slow_(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline)
+static int run(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline,
+               const sqf_cancel *tok)
 {
     if (!o || !fn) return EINVAL;
     sqf_word *w = once_word(o);
@@ -68,9 +69,23 @@ int sqf_once_run_slow_(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadlin
          * runner in between makes it return EAGAIN at once.  Whatever it
          * returns (woken, EAGAIN, a time-out, a signal), re-read and decide
          * again: the time-out is noticed by the deadline check above. */
-        (void)sqf_wait(w, v, deadline, (v & ONCE_SHARED) != 0);
+        int r = sqf_wait_cancellable(w, v, deadline, (v & ONCE_SHARED) != 0, tok);
         v = at_load(w, ACQ);
+        /* Cancelled while another caller still runs fn: give up.  (The end
+         * of a run wakes every sleeper, so leaving consumes nothing.) */
+        if ((r == ECANCELED || r == ENOTSUP) && (v & ONCE_RUNNING)) return r;
     }
+}
+
+int sqf_once_run_slow_(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline)
+{
+    return run(o, fn, arg, deadline, NULL);
+}
+
+int sqf_once_run_until(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline,
+                       const sqf_cancel *cancel)
+{
+    return run(o, fn, arg, deadline, cancel);
 }
 
 int sqf_once_init(sqf_once *o, unsigned flags)

@@ -79,7 +79,7 @@
 #include <squarefree/sem.h>
 
 #include "atomic.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 #define SEM_SHARED (1u << 31)
 
@@ -166,7 +166,7 @@ int sqf_sem_tryacquire_slow_(sqf_sem *s)
     return take(sem_state(s)) ? 0 : EBUSY;
 }
 
-int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline)
+static int acquire(sqf_sem *s, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!s) return EINVAL;
     sqf_word64 *state = sem_state(s);
@@ -191,7 +191,10 @@ int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline)
     for (;;) {
         /* Sleep while the value is 0.  EAGAIN (it was not 0 when we were
          * queued), EINTR, a wake-up or a time-out: look again below. */
-        int r = sqf_wait(futex, 0, deadline, shared);
+        int r = sqf_wait_cancellable(futex, 0, deadline, shared, tok);
+        /* ECANCELED (or ENOTSUP) means no release's wake-up dequeued us:
+         * leave as a time-out does, consuming nothing. */
+        bool leaving = r == ETIMEDOUT || r == ECANCELED || r == ENOTSUP;
         /* Leave the count in the same step that takes a permit or, when
          * the deadline has passed, that finds none; else sleep again.
          * After every sqf_wait, whatever it returned, we look: a thread
@@ -205,13 +208,23 @@ int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline)
         for (;;) {
             if (sem_value(st) != 0) {
                 if (at_cas64(state, &st, st - 1 - SEM_WAITER, AR)) return 0;
-            } else if (r == ETIMEDOUT) {
-                if (at_cas64(state, &st, st - SEM_WAITER, REL)) return ETIMEDOUT;
+            } else if (leaving) {
+                if (at_cas64(state, &st, st - SEM_WAITER, REL)) return r;
             } else {
                 break;
             }
         }
     }
+}
+
+int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline)
+{
+    return acquire(s, deadline, NULL);
+}
+
+int sqf_sem_acquire_until(sqf_sem *s, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    return acquire(s, deadline, cancel);
 }
 
 /* Used by the inline release after its compare-and-swap, when *s may

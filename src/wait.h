@@ -37,6 +37,26 @@
  * A deadline already past returns ETIMEDOUT at once without checking. */
 int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared);
 
+/* One word of a multi-word wait. */
+struct sqf_wait_word {
+    sqf_word *word;
+    uint32_t expected;
+    bool shared;
+};
+
+/* The most words one sqf_wait_any may sleep on. */
+#define SQF_WAIT_MAX_WORDS 8
+
+/* Sleep on n words at once (1 <= n <= SQF_WAIT_MAX_WORDS), each only while
+ * it holds its expected value, until a wake on any of them dequeues this
+ * thread (it is then dequeued from all: one wake-up is consumed, never
+ * two), or the deadline passes.  Returns the index (>= 0) of the word whose
+ * wake (or requeue-wake) dequeued it; -EAGAIN if a word did not hold its
+ * value; -ETIMEDOUT; -EINTR for any other return; -ENOSYS if the kernel
+ * cannot wait on several words (Linux < 5.16).  Cancellation uses this:
+ * a waiter sleeps on its primitive's word and on its tokens' words. */
+int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline);
+
 /* Wake up to n (>= 1; INT32_MAX for all) threads sleeping on word.
  * Returns how many were woken. */
 int sqf_wake(sqf_word *word, int n, bool shared);

@@ -31,6 +31,48 @@ static int wake_until(sqf_word *w, int total)
     return woken;
 }
 
+/* sqf_wait_any: sleep on a and b; report which woke it. */
+static sqf_word any_result = 0xffff;
+
+static void *any_sleeper(void *arg)
+{
+    (void)arg;
+    struct sqf_wait_word w[2] = {{&a, 0, false}, {&b, 0, false}};
+    int r;
+    do {
+        r = sqf_wait_any(w, 2, sqf_after(10 * SQF_SEC));
+    } while (r == -EINTR);
+    at_store(&any_result, (uint32_t)r, SC);
+    return NULL;
+}
+
+static void test_wait_any(void)
+{
+    at_store(&a, 0, SC);
+    at_store(&b, 0, SC);
+    struct sqf_wait_word w[2] = {{&a, 0, false}, {&b, 1, false}};
+    CHECK_EQ(sqf_wait_any(w, 2, SQF_FOREVER), -EAGAIN); /* b is not 1 */
+    w[1].expected = 0;
+    CHECK_EQ(sqf_wait_any(w, 2, sqf_now() - 1), -ETIMEDOUT);
+    CHECK_EQ(sqf_wait_any(w, 2, sqf_after(10 * SQF_MS)), -ETIMEDOUT);
+    CHECK_EQ(sqf_wait_any(w, 0, SQF_FOREVER), -EINVAL);
+    CHECK_EQ(sqf_wait_any(w, SQF_WAIT_MAX_WORDS + 1, SQF_FOREVER), -EINVAL);
+
+    /* Woken through the second word: index 1, and it has left the first
+     * word's queue too, so one wake-up is consumed, not two. */
+    for (int which = 0; which < 2; which++) {
+        pthread_t t;
+        at_store(&any_result, 0xffff, SC);
+        pthread_create(&t, NULL, any_sleeper, NULL);
+        usleep(100 * 1000);
+        sqf_word *first = which ? &b : &a, *second = which ? &a : &b;
+        CHECK_EQ(wake_until(first, 1), 1);
+        pthread_join(t, NULL);
+        CHECK_EQ(at_load(&any_result, SC), which);
+        CHECK_EQ(sqf_wake(second, INT_MAX, false), 0);
+    }
+}
+
 int main(void)
 {
     watchdog(60);
@@ -87,6 +129,7 @@ int main(void)
         pthread_join(t[i], NULL);
     CHECK_EQ(at_load(&returned, SC), 4);
 
+    test_wait_any();
     CHECK_EQ(sqf_wait_shared_supported(), SQF_TEST_SHARED_EXPECTED);
     return check_done();
 }

@@ -106,6 +106,16 @@ SQF_API int sqf_cond_wait(sqf_cond *c, sqf_mutex *m);
  *  Errors: EINVAL, EPERM, ETIMEDOUT. */
 SQF_API int sqf_cond_timedwait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline);
 
+struct sqf_cancel;
+
+/** As sqf_cond_timedwait, and gives up with ECANCELED (m held again, no
+ *  signal consumed) when `cancel` (may be NULL) or an ancestor is cancelled
+ *  or past its deadline (see cancel.h).  A cancelled token does not stop
+ *  the wait from releasing and re-acquiring m.
+ *  Errors: EINVAL, EPERM, ETIMEDOUT, ECANCELED, ENOTSUP. */
+SQF_API int sqf_cond_wait_until(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline,
+                                const struct sqf_cancel *cancel);
+
 /** Wake at least one waiter, if any waits.  Errors: EINVAL. */
 SQF_API int sqf_cond_signal(sqf_cond *c);
 

@@ -93,6 +93,15 @@ SQF_API int sqf_event_set(sqf_event *e);
  *  Errors: EINVAL. */
 SQF_API int sqf_event_clear(sqf_event *e);
 
+struct sqf_cancel;
+
+/** As sqf_event_timedwait, and gives up with ECANCELED when `cancel` (may be
+ *  NULL) or an ancestor is cancelled or past its deadline (cancel.h); a set
+ *  event returns 0 at once whatever the token says.
+ *  Errors: EINVAL, ETIMEDOUT, ECANCELED, ENOTSUP (see cancel.h). */
+SQF_API int sqf_event_wait_until(sqf_event *e, sqf_deadline deadline,
+                                 const struct sqf_cancel *cancel);
+
 /* Out-of-line half of the inline functions below; not for direct use. */
 SQF_API int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline);
 

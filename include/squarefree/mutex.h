@@ -154,6 +154,15 @@ SQF_API int sqf_mutex_init(sqf_mutex *m, unsigned flags);
  *  Errors: EINVAL; EBUSY if it is locked (nothing changes). */
 SQF_API int sqf_mutex_destroy(sqf_mutex *m);
 
+struct sqf_cancel;
+
+/** As sqf_mutex_timedlock, and gives up with ECANCELED when `cancel` (may be
+ *  NULL) or an ancestor is cancelled or past its deadline (see cancel.h),
+ *  consuming no wake-up meant for another waiter.  A free mutex is taken
+ *  whatever the token says.  Errors: EINVAL, ETIMEDOUT, ECANCELED, ENOTSUP. */
+SQF_API int sqf_mutex_lock_until(sqf_mutex *m, sqf_deadline deadline,
+                                 const struct sqf_cancel *cancel);
+
 /* Out-of-line halves of the inline functions below; not for direct use. */
 SQF_API int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline);
 SQF_API int sqf_mutex_trylock_slow_(sqf_mutex *m);

@@ -130,6 +130,16 @@ typedef struct sqf_once {
 SQF_API int sqf_once_init(sqf_once *o, unsigned flags);
 
 /* The out-of-line half of the inline functions below; not for direct use. */
+struct sqf_cancel;
+
+/** As sqf_once_timedrun, and gives up with ECANCELED when `cancel` (may be
+ *  NULL) or an ancestor is cancelled or past its deadline (see cancel.h)
+ *  while another caller runs fn.  It still runs fn itself if nobody runs
+ *  it (cancellation stops waiting, not work), and returns 0 if fn is done.
+ *  Errors: as sqf_once_timedrun, plus ECANCELED, ENOTSUP. */
+SQF_API int sqf_once_run_until(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline,
+                               const struct sqf_cancel *cancel);
+
 SQF_API int sqf_once_run_slow_(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline);
 
 #if SQF_INLINE_FAST_PATH

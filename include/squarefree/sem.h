@@ -177,6 +177,15 @@ SQF_API int sqf_sem_destroy(sqf_sem *s);
 SQF_API int sqf_sem_getvalue(sqf_sem *s, unsigned *value);
 
 /* Out-of-line halves of the inline functions below; not for direct use. */
+struct sqf_cancel;
+
+/** As sqf_sem_timedacquire, and gives up with ECANCELED, taking no permit,
+ *  when `cancel` (may be NULL) or an ancestor is cancelled or past its
+ *  deadline (see cancel.h).  A permit that is there is taken (returns 0)
+ *  whatever the token says.  Errors: EINVAL, ETIMEDOUT, ECANCELED, ENOTSUP. */
+SQF_API int sqf_sem_acquire_until(sqf_sem *s, sqf_deadline deadline,
+                                  const struct sqf_cancel *cancel);
+
 SQF_API int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline);
 SQF_API int sqf_sem_tryacquire_slow_(sqf_sem *s);
 SQF_API int sqf_sem_release_slow_(sqf_sem *s, unsigned n);

@@ -44,6 +44,42 @@ int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shar
     }
 }
 
+int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
+{
+    if (n == 1) {
+        int r = sqf_wait(w[0].word, w[0].expected, deadline, w[0].shared);
+        return r == SQF_WAIT_WOKEN ? 0 : -r;
+    }
+    if (n < 1 || n > SQF_WAIT_MAX_WORDS) return -EINVAL;
+    struct timespec ts, *tsp = NULL;
+    if (deadline != SQF_FOREVER) {
+        if (deadline <= sqf_now()) return -ETIMEDOUT;
+        ts.tv_sec = (time_t)(deadline / SQF_SEC);
+        ts.tv_nsec = (long)(deadline % SQF_SEC);
+        tsp = &ts;
+    }
+    struct futex_waitv v[SQF_WAIT_MAX_WORDS];
+    for (int i = 0; i < n; i++) {
+        v[i].val = w[i].expected;
+        v[i].uaddr = (uint64_t)(uintptr_t)w[i].word;
+        v[i].flags = FUTEX_32 | (w[i].shared ? 0 : FUTEX_PRIVATE_FLAG);
+        v[i].__reserved = 0;
+    }
+    /* futex_waitv takes an absolute deadline on the clock it is given. */
+    long r = syscall(SYS_futex_waitv, v, (unsigned)n, 0u, tsp, CLOCK_MONOTONIC);
+    if (r >= 0) return (int)r;
+    switch (errno) {
+    case EAGAIN:
+        return -EAGAIN;
+    case ETIMEDOUT:
+        return -ETIMEDOUT;
+    case ENOSYS:
+        return -ENOSYS;
+    default:
+        return -EINTR;
+    }
+}
+
 int sqf_wake(sqf_word *word, int n, bool shared)
 {
     long r = futex(word, FUTEX_WAKE, (uint32_t)n, NULL, NULL, 0, shared);

@@ -1,0 +1,87 @@
+/* cancel.c: sqf_cancel tokens, and sleeping with one (see cancel_wait.h).
+ * The token's state is documented as invariants in squarefree/cancel.h. */
+#include <limits.h>
+
+#include <squarefree/cancel.h>
+
+#include "atomic.h"
+#include "cancel_wait.h"
+
+#define TOK_CANCELLED 1u
+#define TOK_WAITERS   2u
+
+static inline sqf_word *tok_word(const sqf_cancel *t)
+{
+    return (sqf_word *)&t->word;
+}
+
+int sqf_cancel_init(sqf_cancel *t, const sqf_cancel *parent, sqf_deadline deadline)
+{
+    if (!t || parent == t) return EINVAL;
+    int depth = 1;
+    for (const sqf_cancel *p = parent; p; p = p->parent)
+        if (++depth > SQF_CANCEL_MAX_DEPTH || p == t) return EINVAL;
+    t->parent = parent;
+    t->reserved_ = 0;
+    /* 0 means "no deadline", so a deadline at or before 0 becomes 1: past. */
+    t->deadline = deadline == SQF_FOREVER ? 0 : deadline > 0 ? deadline : 1;
+    at_store(tok_word(t), 0, REL);
+    return 0;
+}
+
+int sqf_cancel_cancel(sqf_cancel *t)
+{
+    if (!t) return EINVAL;
+    uint32_t old = at_or(tok_word(t), TOK_CANCELLED, AR);
+    /* Only the address after this: a woken waiter may end t's lifetime. */
+    if ((old & (TOK_CANCELLED | TOK_WAITERS)) == TOK_WAITERS) sqf_wake(tok_word(t), INT_MAX, false);
+    return 0;
+}
+
+int sqf_cancel_is_cancelled(const sqf_cancel *t)
+{
+    sqf_deadline now = 0;
+    for (; t; t = t->parent) {
+        if (at_load(tok_word(t), ACQ) & TOK_CANCELLED) return 1;
+        if (t->deadline) {
+            if (!now) now = sqf_now();
+            if (now >= t->deadline) return 1;
+        }
+    }
+    return 0;
+}
+
+int sqf_wait_cancellable(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared,
+                         const sqf_cancel *tok)
+{
+    if (!tok) return sqf_wait(word, expected, deadline, shared);
+    struct sqf_wait_word w[SQF_WAIT_MAX_WORDS];
+    int n = 0;
+    w[n++] = (struct sqf_wait_word){word, expected, shared};
+    sqf_deadline tok_deadline = SQF_FOREVER;
+    for (const sqf_cancel *t = tok; t && n < SQF_WAIT_MAX_WORDS; t = t->parent) {
+        sqf_word *tw = tok_word(t);
+        uint32_t v = at_load(tw, ACQ);
+        /* Announce ourselves so that cancel wakes us (it then sees WAITERS). */
+        while (!(v & (TOK_CANCELLED | TOK_WAITERS)) && !at_cas(tw, &v, v | TOK_WAITERS, ACQ)) {
+        }
+        if (v & TOK_CANCELLED) return ECANCELED;
+        if (t->deadline && t->deadline < tok_deadline) tok_deadline = t->deadline;
+        w[n++] = (struct sqf_wait_word){tw, v | TOK_WAITERS, false};
+    }
+    if (tok_deadline != SQF_FOREVER && tok_deadline <= sqf_now()) return ECANCELED;
+    bool tok_first = tok_deadline < deadline;
+    int r = sqf_wait_any(w, n, tok_first ? tok_deadline : deadline);
+    if (r == 0) return SQF_WAIT_WOKEN;
+    if (r > 0) return sqf_cancel_is_cancelled(tok) ? ECANCELED : EINTR;
+    switch (-r) {
+    case ENOSYS:
+        return ENOTSUP;
+    case ETIMEDOUT:
+        return tok_first ? ECANCELED : ETIMEDOUT;
+    case EAGAIN:
+        return sqf_cancel_is_cancelled(tok) ? ECANCELED : EAGAIN;
+    default:
+        return EINTR;
+    }
+}
