@@ -10,5 +10,6 @@
 #include <squarefree/once.h>
 #include <squarefree/event.h>
 #include <squarefree/cancel.h>
+#include <squarefree/countdown.h>
 
 #endif
