@@ -49,7 +49,7 @@
 #include <squarefree/countdown.h>
 
 #include "atomic.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 /* Bits of the high half (the futex word), and the same as 64-bit masks. */
 #define CD_WAITERS_HI (1u << 0)
@@ -163,7 +163,7 @@ int sqf_countdown_down(sqf_countdown *c)
     return sqf_countdown_down_n(c, 1);
 }
 
-int sqf_countdown_wait_slow_(sqf_countdown *c, sqf_deadline deadline)
+static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!c) return EINVAL;
     sqf_word64 *state = cd_state(c);
@@ -193,12 +193,28 @@ int sqf_countdown_wait_slow_(sqf_countdown *c, sqf_deadline deadline)
          * the zero we return on. */
         if (!(st & CD_WAITERS) && !at_cas64(state, &st, st | CD_WAITERS, ACQ)) continue;
         /* Sleep while the high half holds our generation with WAITERS. */
-        sqf_wait(futex, cd_high(st | CD_WAITERS), deadline, shared);
+        int r = sqf_wait_cancellable(futex, cd_high(st | CD_WAITERS), deadline, shared, tok);
         st = at_load64(state, ACQ);
+        /* Cancelled before the count reached zero: leave (a zero wakes
+         * every sleeper, so leaving consumes nothing). */
+        if ((r == ECANCELED || r == ENOTSUP) && cd_count(st) != 0 && cd_gen(st) == gen) {
+            result = r;
+            break;
+        }
     }
     /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
     at_sub(cd_waiters(c), 1, REL);
     return result;
+}
+
+int sqf_countdown_wait_slow_(sqf_countdown *c, sqf_deadline deadline)
+{
+    return wait_slow(c, deadline, NULL);
+}
+
+int sqf_countdown_wait_until(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    return wait_slow(c, deadline, cancel);
 }
 
 /* Out-of-line forms of the inline functions (C++, SQF_NO_INLINE).  The slow

@@ -3,6 +3,7 @@
  * anything. */
 #include <squarefree/cancel.h>
 #include <squarefree/cond.h>
+#include <squarefree/countdown.h>
 #include <squarefree/event.h>
 #include <squarefree/once.h>
 #include <squarefree/sem.h>
@@ -437,6 +438,39 @@ static void test_mutex(void)
     CHECK_EQ(sqf_mutex_lock_until(NULL, SQF_FOREVER, NULL), EINVAL);
 }
 
+/* Countdown: a cancelled waiter leaves; the others are released at zero. */
+struct cd_waiter {
+    sqf_countdown *c;
+    sqf_cancel tok;
+    int result;
+};
+
+static void *cd_thread(void *arg)
+{
+    struct cd_waiter *w = arg;
+    w->result = sqf_countdown_wait_until(w->c, SQF_FOREVER, &w->tok);
+    return NULL;
+}
+
+static void test_countdown(void)
+{
+    sqf_countdown c = SQF_COUNTDOWN_INIT;
+    CHECK_EQ(sqf_countdown_up(&c, 1), 0);
+    struct cd_waiter w[2] = {{&c, SQF_CANCEL_INIT, -1}, {&c, SQF_CANCEL_INIT, -1}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, cd_thread, &w[i]);
+    usleep(50 * 1000);
+    CHECK_EQ(sqf_cancel_cancel(&w[0].tok), 0);
+    pthread_join(t[0], NULL);
+    CHECK_EQ(w[0].result, ECANCELED);
+    CHECK_EQ(sqf_countdown_down(&c), 0);
+    pthread_join(t[1], NULL);
+    CHECK_EQ(w[1].result, 0);
+    CHECK_EQ(sqf_countdown_wait_until(&c, SQF_FOREVER, &w[0].tok), 0); /* zero: at once */
+    CHECK_EQ(sqf_countdown_destroy(&c), 0);
+}
+
 int main(void)
 {
     watchdog(60);
@@ -447,5 +481,6 @@ int main(void)
     test_once();
     test_cond();
     test_mutex();
+    test_countdown();
     return check_done();
 }

@@ -186,6 +186,15 @@ SQF_API int sqf_countdown_down_n(sqf_countdown *c, unsigned n);
 SQF_API int sqf_countdown_value(sqf_countdown *c, unsigned *value);
 
 /* Out-of-line half of the inline functions below; not for direct use. */
+struct sqf_cancel;
+
+/** As sqf_countdown_timedwait, and gives up with ECANCELED when `cancel`
+ *  (may be NULL) or an ancestor is cancelled or past its deadline (see
+ *  cancel.h); a count at zero returns 0 at once whatever the token says.
+ *  Errors: EINVAL, ETIMEDOUT, ECANCELED, ENOTSUP. */
+SQF_API int sqf_countdown_wait_until(sqf_countdown *c, sqf_deadline deadline,
+                                     const struct sqf_cancel *cancel);
+
 SQF_API int sqf_countdown_wait_slow_(sqf_countdown *c, sqf_deadline deadline);
 
 #if SQF_INLINE_FAST_PATH
