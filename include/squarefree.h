@@ -9,6 +9,8 @@
 #include <squarefree/sem.h>
 #include <squarefree/once.h>
 #include <squarefree/event.h>
+#include <squarefree/latch.h>
+#include <squarefree/barrier.h>
 #include <squarefree/cancel.h>
 #include <squarefree/countdown.h>
 

@@ -1,0 +1,184 @@
+/* squarefree/barrier.h: a cyclic barrier for a fixed number of parties.
+ *
+ * What it is for: lock-step phases.  N threads each do a part of phase k,
+ * wait at the barrier until all N have arrived, and only then start phase
+ * k+1 (as pthread_barrier_t, C++20 std::barrier and Java's CyclicBarrier).
+ * - twelve bytes, no destructor needed, no heap, no pointer stored (so it
+ *   may live in memory shared between processes);
+ * - each wait tells its arrival index (0 first .. N-1 last); the last to
+ *   arrive is the "serial thread", and with sqf_barrier_wait_fn it runs a
+ *   completion function once per phase, after every party has arrived and
+ *   before any is released;
+ * - the last arrival releases the whole phase with ONE kernel call; woken
+ *   threads wake straight into running code (no mutex to re-acquire), so a
+ *   phase of N parties costs O(N) in total, and no woken thread waits for
+ *   another (seeds/000's cure for "the square");
+ * - sqf_barrier_abort breaks the barrier (every waiter gets EPIPE) so that
+ *   one failed party cannot strand the rest; sqf_barrier_reset repairs it.
+ *
+ *     static sqf_barrier step = SQF_BARRIER_INIT(NTHREADS);
+ *
+ *     static void swap_grids(void *arg) { swap(arg); }   // runs once per step
+ *
+ *     // each of NTHREADS threads
+ *     for (int i = 0; i < steps; i++) {
+ *         compute_my_rows(cur, next);
+ *         if (sqf_barrier_wait_fn(&step, swap_grids, grids, NULL) != 0) break;   // EPIPE
+ *     }
+ *
+ * Requires: exactly `parties` threads wait in each phase, each at most once
+ * (as with every barrier, an extra thread joins phases in an unspecified
+ * way; one that comes while the phase's completion runs waits to arrive in
+ * the next phase).  The completion function must not wait on the same
+ * barrier (it would wait for itself: deadlock); it may abort it.  It runs
+ * in the last arriver's thread, so give every party the same completion:
+ * the last arriver's is the one that runs (a plain sqf_barrier_wait by the
+ * last arriver runs none).  sqf_barrier_init must not run while other
+ * threads use the barrier, and its memory may be reused once no thread is
+ * inside a call on it (destroy returns 0 exactly then).  The thread that
+ * releases a phase, and a thread whose time-out breaks it, touch the
+ * barrier no more once they wake the others (only the word's address goes
+ * to the wake-up call).
+ *
+ * Time-outs break the barrier (as in Java's CyclicBarrier).  A thread whose
+ * deadline passes before its phase is released does not silently withdraw
+ * its arrival (the phase would then complete with a party missing, or
+ * never): it breaks the barrier exactly as sqf_barrier_abort does, and
+ * returns ETIMEDOUT; every other thread of the phase returns EPIPE, and so
+ * does every later wait until sqf_barrier_reset.  This includes a deadline
+ * that passes while the completion function runs: the phase is released only
+ * when the completion returns, so the completion's thread then returns
+ * EPIPE too, although its completion ran.  A deadline already past still
+ * arrives: the last arriver releases the phase and returns 0; any other
+ * breaks the barrier at once and returns ETIMEDOUT.  (An extra thread that
+ * times out while waiting for a full phase to end has not arrived, and just
+ * returns ETIMEDOUT.)
+ *
+ * Errors (every function returns 0 or one of these; a failed call changes
+ * nothing, except that a failing wait or timedwait may break the barrier as
+ * described above):
+ * - EINVAL: NULL; flags other than SQF_PRIVATE/SQF_SHARED; init with
+ *   parties 0 or above SQF_BARRIER_MAX; a wait on a barrier with such a
+ *   party count (zeroed memory has 0 parties: call init first, or use
+ *   SQF_BARRIER_INIT).
+ * - ENOTSUP: SQF_SHARED with the portable wait backend.
+ * - ETIMEDOUT: timedwait's deadline passed before the phase was released
+ *   (the barrier is now broken).
+ * - EPIPE: the barrier is broken (the library-wide code for a broken latch
+ *   or barrier): by sqf_barrier_abort or by another thread's time-out, before
+ *   this thread's phase was released.  Every wait returns EPIPE at once until
+ *   sqf_barrier_reset.  *index is then not written.
+ * - EBUSY: destroy or reset while a thread is inside a wait on the barrier
+ *   (asleep, woken but not yet returned, or running the completion).
+ *
+ * Memory ordering: as std::barrier.  Everything each party wrote before its
+ * arrival in a phase happens-before the completion of that phase runs and
+ * before every wait of that phase returns 0; everything the completion wrote
+ * happens-before every wait of the phase returns 0.  A break (abort or
+ * time-out) is a release operation and a wait that returns EPIPE an acquire
+ * operation synchronising with it.  EINVAL, EBUSY and ETIMEDOUT order
+ * nothing.
+ *
+ * Fairness: a phase releases all its parties at once; there is no order
+ * among them.  The arrival index is the order in which the arrivals changed
+ * the state word.
+ *
+ * Wake-ups: the last arrival of a phase wakes every sleeper with one
+ * FUTEX_WAKE (portable backend: one call that signals each in turn) and makes
+ * no system call when nobody sleeps; a break does the same.  Every other
+ * arrival is one atomic add and, if the phase is not yet released, one sleep
+ * (re-tried at once, without a scheduler pass, if another arrival changed
+ * the word just as it went to sleep).  So a phase of N parties costs the
+ * waker O(1) kernel calls, and the whole phase O(N).
+ *
+ * State words (invariants):
+ *   word     bits 0..20  arrivals in the current phase, 0..parties; equal to
+ *                        parties only while the last arriver runs the
+ *                        completion or is about to release the phase.  Added
+ *                        to by every arrival (one atomic add); reset to 0 by
+ *                        the CAS that releases the phase.  While BROKEN it is
+ *                        meaningless (threads racing the break may still add
+ *                        to it); 21 bits leave room for 2^20 of them.
+ *            bit 21 WAITERS: a thread may sleep on the word, so the release
+ *                        or the break must wake all.  Cleared by them; may
+ *                        be stale: one futile wake-up, never a lost one.
+ *            bit 22 BROKEN: aborted, or broken by a time-out.  Cleared only
+ *                        by sqf_barrier_reset (and init).
+ *            bit 23 SHARED: set by init, never changed.
+ *            bits 24..31 phase: advanced (mod 256) by every release and by
+ *                        reset.  A sleeper knows its phase is released when
+ *                        the phase differs from the one it arrived in.  A
+ *                        phase cannot complete without all its parties, so a
+ *                        sleeper can miss at most one phase, never 256.
+ *            All zero: phase 0, no arrivals, not broken, private.
+ *   parties  the party count, fixed by init (or SQF_BARRIER_INIT).
+ *   waiters  threads inside a wait (counted before they arrive, uncounted
+ *            just before their last use of the state word), for destroy's
+ *            and reset's EBUSY: a reset cannot then make a thread that has
+ *            yet to see its phase's outcome mistake the fresh phase for a
+ *            release.  Wakers never read it.
+ */
+#ifndef SQUAREFREE_BARRIER_H
+#define SQUAREFREE_BARRIER_H
+
+#include <squarefree/bits/common.h>
+#include <squarefree/time.h>
+
+SQF_BEGIN_DECLS
+
+typedef struct sqf_barrier {
+    SQF_WORD word;    /* see the invariants above; touch only through this API */
+    SQF_WORD parties; /* fixed by init */
+    SQF_WORD waiters; /* threads inside a wait */
+} sqf_barrier;
+
+/** A statically initialised, process-private barrier for `parties` threads
+ *  (1..SQF_BARRIER_MAX). */
+#define SQF_BARRIER_INIT(parties)                                                                  \
+    {                                                                                              \
+        0, (parties), 0                                                                            \
+    }
+
+/** The largest party count: 2^20 - 1. */
+#define SQF_BARRIER_MAX 0xFFFFFu
+
+/** Initialise *b for `parties` threads (1..SQF_BARRIER_MAX), phase 0, not
+ *  broken.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Errors: EINVAL, ENOTSUP. */
+SQF_API int sqf_barrier_init(sqf_barrier *b, unsigned parties, unsigned flags);
+
+/** Check that nobody waits on *b.  Errors: EINVAL; EBUSY while a thread is
+ *  inside a wait on it. */
+SQF_API int sqf_barrier_destroy(sqf_barrier *b);
+
+/** Arrive at *b and sleep until all parties of this phase have arrived.
+ *  On 0, *index (if index is not NULL) is this thread's arrival index,
+ *  0..parties-1; parties-1 is the last arriver, the serial thread.
+ *  Errors: EINVAL, EPIPE. */
+SQF_API int sqf_barrier_wait(sqf_barrier *b, unsigned *index);
+
+/** As sqf_barrier_wait, but a deadline that passes before the phase is
+ *  released breaks the barrier (see "Time-outs" above).
+ *  Errors: EINVAL, EPIPE, ETIMEDOUT. */
+SQF_API int sqf_barrier_timedwait(sqf_barrier *b, sqf_deadline deadline, unsigned *index);
+
+/** As sqf_barrier_wait; if this thread is the last to arrive, it first runs
+ *  completion(arg) (if completion is not NULL), and only then releases the
+ *  phase.  A completion that aborts the barrier breaks this phase: everyone,
+ *  this thread included, returns EPIPE.  Errors: EINVAL, EPIPE. */
+SQF_API int sqf_barrier_wait_fn(sqf_barrier *b, void (*completion)(void *arg), void *arg,
+                                unsigned *index);
+
+/** Break *b: every thread waiting in the current phase, and every later
+ *  wait, returns EPIPE until sqf_barrier_reset.  Aborting a broken barrier
+ *  changes nothing.  Errors: EINVAL. */
+SQF_API int sqf_barrier_abort(sqf_barrier *b);
+
+/** Make a broken barrier usable again: a fresh phase with no arrivals.  On a
+ *  barrier that is not broken it changes nothing.
+ *  Errors: EINVAL; EBUSY while a thread is inside a wait on it (including
+ *  broken-out threads that have not yet returned: retry once they have). */
+SQF_API int sqf_barrier_reset(sqf_barrier *b);
+
+SQF_END_DECLS
+
+#endif

@@ -1,0 +1,158 @@
+/* latch.c: sqf_latch's slow paths.  The state words are documented as
+ * invariants in include/squarefree/latch.h.
+ *
+ * Everything lives in one word, as in once.c: a waiter about to sleep sets
+ * WAITERS with a CAS on the very word the opening count_down (or abort)
+ * changes, and the futex check (sleep only while the word still holds what
+ * the waiter saw, WAITERS included) closes the gap between that CAS and the
+ * sleep.  Either the opener's CAS comes first (then the waiter's CAS or the
+ * futex check fails and it re-reads), or the opener sees WAITERS and wakes.
+ */
+#include <squarefree/latch.h>
+
+#include "atomic.h"
+#include "wait.h"
+
+#define LA_WAITERS (1u << 0)
+#define LA_BROKEN  SQF_LATCH_BROKEN_
+#define LA_SHARED  SQF_LATCH_SHARED_
+#define LA_SHIFT   SQF_LATCH_COUNT_SHIFT_
+#define LA_ONE     (1u << LA_SHIFT)
+
+_Static_assert(LA_BROKEN == (1u << 1) && LA_SHARED == (1u << 2) && LA_SHIFT == 4,
+               "the header's latch bits moved");
+_Static_assert(SQF_LATCH_MAX == UINT32_MAX >> LA_SHIFT, "SQF_LATCH_MAX must fill the count bits");
+
+static inline sqf_word *la_word(sqf_latch *l)
+{
+    return (sqf_word *)&l->word;
+}
+static inline sqf_word *la_waiters(sqf_latch *l)
+{
+    return (sqf_word *)&l->waiters;
+}
+
+static inline uint32_t la_count(uint32_t v)
+{
+    return v >> LA_SHIFT;
+}
+
+/* The result a wait returns for state v, or -1 if it must go on waiting. */
+static inline int la_outcome(uint32_t v)
+{
+    if (v & LA_BROKEN) return EPIPE;
+    return la_count(v) == 0 ? 0 : -1;
+}
+
+int sqf_latch_init(sqf_latch *l, unsigned count, unsigned flags)
+{
+    if (!l || (flags & ~SQF_SHARED) || count > SQF_LATCH_MAX) return EINVAL;
+    if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    at_store(la_waiters(l), 0, RLX);
+    at_store(la_word(l), ((uint32_t)count << LA_SHIFT) | ((flags & SQF_SHARED) ? LA_SHARED : 0),
+             REL);
+    return 0;
+}
+
+int sqf_latch_destroy(sqf_latch *l)
+{
+    if (!l) return EINVAL;
+    return at_load(la_waiters(l), ACQ) ? EBUSY : 0;
+}
+
+/* count_down's body; *opened tells whether this call opened the latch. */
+static int count_down(sqf_latch *l, unsigned n, int *opened)
+{
+    *opened = 0;
+    if (!l || n == 0) return EINVAL;
+    sqf_word *w = la_word(l);
+    /* ACQ load, AR cas (ACQ on failure): a return of EPIPE acquires the
+     * abort; REL publishes this thread's writes to the waiters (every later
+     * change of the word is an RMW, so they stay in its release sequence). */
+    uint32_t v = at_load(w, ACQ);
+    uint32_t next;
+    do {
+        if (v & LA_BROKEN) return EPIPE;
+        if (n > la_count(v)) return EINVAL; /* also: the latch is open */
+        next = v - (uint32_t)n * LA_ONE;    /* n <= count <= SQF_LATCH_MAX: no overflow */
+        if (la_count(next) == 0) next &= ~LA_WAITERS;
+    } while (!at_cas(w, &v, next, AR));
+    if (la_count(next) == 0) {
+        *opened = 1;
+        /* From here on a woken waiter may free *l: pass only the address. */
+        if (v & LA_WAITERS) sqf_wake(w, INT32_MAX, (v & LA_SHARED) != 0);
+    }
+    return 0;
+}
+
+int sqf_latch_count_down(sqf_latch *l, unsigned n)
+{
+    int opened;
+    return count_down(l, n, &opened);
+}
+
+int sqf_latch_arrive_and_wait(sqf_latch *l, unsigned n)
+{
+    int opened;
+    int e = count_down(l, n, &opened);
+    if (e || opened) return e; /* the opener has nothing to wait for (nor touches *l) */
+    return sqf_latch_wait_slow_(l, SQF_FOREVER);
+}
+
+int sqf_latch_abort(sqf_latch *l)
+{
+    if (!l) return EINVAL;
+    sqf_word *w = la_word(l);
+    uint32_t v = at_load(w, RLX);
+    do {
+        if (la_outcome(v) >= 0) return 0; /* open or broken already: decided */
+    } while (!at_cas(w, &v, (v | LA_BROKEN) & ~LA_WAITERS, REL));
+    /* As in count_down: after the CAS only the address is used. */
+    if (v & LA_WAITERS) sqf_wake(w, INT32_MAX, (v & LA_SHARED) != 0);
+    return 0;
+}
+
+int sqf_latch_wait_slow_(sqf_latch *l, sqf_deadline deadline)
+{
+    if (!l) return EINVAL;
+    sqf_word *w = la_word(l);
+    uint32_t v = at_load(w, ACQ);
+    int result = la_outcome(v);
+    if (result >= 0) return result;
+    at_add(la_waiters(l), 1, RLX);
+    for (;;) {
+        result = la_outcome(v);
+        if (result >= 0) break;
+        if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
+            result = ETIMEDOUT;
+            break;
+        }
+        /* ACQ: on failure v may show the latch open, and we return on it. */
+        if (!(v & LA_WAITERS) && !at_cas(w, &v, v | LA_WAITERS, ACQ)) continue;
+        /* Sleeps only while the word still holds v | WAITERS; whatever it
+         * returns (woken, EAGAIN, time-out, signal), re-read and decide. */
+        (void)sqf_wait(w, v | LA_WAITERS, deadline, (v & LA_SHARED) != 0);
+        v = at_load(w, ACQ);
+    }
+    /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
+    at_sub(la_waiters(l), 1, REL);
+    return result;
+}
+
+/* Out-of-line forms of the inline functions (C++, SQF_NO_INLINE). */
+int sqf_latch_try_wait(sqf_latch *l)
+{
+    if (!l) return EINVAL;
+    int r = la_outcome(at_load(la_word(l), ACQ));
+    return r >= 0 ? r : EBUSY;
+}
+
+int sqf_latch_wait(sqf_latch *l)
+{
+    return sqf_latch_wait_slow_(l, SQF_FOREVER);
+}
+
+int sqf_latch_timedwait(sqf_latch *l, sqf_deadline deadline)
+{
+    return sqf_latch_wait_slow_(l, deadline);
+}
