@@ -24,7 +24,7 @@
 #include <squarefree/barrier.h>
 
 #include "atomic.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 #define BA_COUNT       ((1u << 21) - 1)
 #define BA_WAITERS     (1u << 21)
@@ -92,8 +92,10 @@ static int try_break(sqf_word *w, uint32_t *v)
  * thread has arrived in that phase, so a time-out breaks the barrier, and
  * *wake tells whether sleepers must then be woken (by the caller, after it
  * has uncounted itself).  *v is left at the last value seen. */
-static int await_release(sqf_word *w, uint32_t *v, sqf_deadline deadline, int arrived, int *wake)
+static int await_release(sqf_word *w, uint32_t *v, sqf_deadline deadline, const sqf_cancel *tok,
+                         int arrived, int *wake)
 {
+    int stop = 0; /* ECANCELED or ENOTSUP once the token stops us */
     uint32_t phase = phase_of(*v);
     uint32_t x = *v;
     int r;
@@ -108,8 +110,10 @@ static int await_release(sqf_word *w, uint32_t *v, sqf_deadline deadline, int ar
             r = EPIPE;
             break;
         }
-        if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
-            r = ETIMEDOUT;
+        if (stop || (deadline != SQF_FOREVER && deadline <= sqf_now())) {
+            /* A time-out or a cancellation breaks the barrier, as a
+             * withdrawn arrival would complete the phase short-handed. */
+            r = stop ? stop : ETIMEDOUT;
             if (!arrived) break;
             int broke = try_break(w, &x);
             if (broke < 0) continue; /* the word changed: released, maybe */
@@ -118,15 +122,16 @@ static int await_release(sqf_word *w, uint32_t *v, sqf_deadline deadline, int ar
         }
         /* ACQ: on failure x may show the release, and we return on it. */
         if (!(x & BA_WAITERS) && !at_cas(w, &x, x | BA_WAITERS, ACQ)) continue;
-        (void)sqf_wait(w, x | BA_WAITERS, deadline, (x & BA_SHARED) != 0);
+        int rw = sqf_wait_cancellable(w, x | BA_WAITERS, deadline, (x & BA_SHARED) != 0, tok);
+        if (rw == ECANCELED || rw == ENOTSUP) stop = rw;
         x = at_load(w, ACQ);
     }
     *v = x;
     return r;
 }
 
-static int barrier_wait(sqf_barrier *b, sqf_deadline deadline, void (*completion)(void *),
-                        void *arg, unsigned *index)
+static int barrier_wait(sqf_barrier *b, sqf_deadline deadline, const sqf_cancel *tok,
+                        void (*completion)(void *), void *arg, unsigned *index)
 {
     if (!b) return EINVAL;
     uint32_t n = at_load(ba_parties(b), RLX);
@@ -141,7 +146,7 @@ static int barrier_wait(sqf_barrier *b, sqf_deadline deadline, void (*completion
         if ((v & BA_COUNT) >= n) {
             /* The phase is full (an extra thread: see "Requires"): wait
              * until it is released, then arrive in the next one. */
-            result = await_release(w, &v, deadline, 0, &wake);
+            result = await_release(w, &v, deadline, tok, 0, &wake);
             if (result) goto out;
             continue;
         }
@@ -160,7 +165,7 @@ static int barrier_wait(sqf_barrier *b, sqf_deadline deadline, void (*completion
          * add; wait for that and try again. */
     }
     if (pos < n - 1) {
-        result = await_release(w, &v, deadline, 1, &wake);
+        result = await_release(w, &v, deadline, tok, 1, &wake);
         if (result == 0 && index) *index = pos;
         goto out;
     }
@@ -190,17 +195,23 @@ out:
 
 int sqf_barrier_wait(sqf_barrier *b, unsigned *index)
 {
-    return barrier_wait(b, SQF_FOREVER, NULL, NULL, index);
+    return barrier_wait(b, SQF_FOREVER, NULL, NULL, NULL, index);
 }
 
 int sqf_barrier_timedwait(sqf_barrier *b, sqf_deadline deadline, unsigned *index)
 {
-    return barrier_wait(b, deadline, NULL, NULL, index);
+    return barrier_wait(b, deadline, NULL, NULL, NULL, index);
 }
 
 int sqf_barrier_wait_fn(sqf_barrier *b, void (*completion)(void *arg), void *arg, unsigned *index)
 {
-    return barrier_wait(b, SQF_FOREVER, completion, arg, index);
+    return barrier_wait(b, SQF_FOREVER, NULL, completion, arg, index);
+}
+
+int sqf_barrier_wait_until(sqf_barrier *b, sqf_deadline deadline, const sqf_cancel *cancel,
+                           void (*completion)(void *arg), void *arg, unsigned *index)
+{
+    return barrier_wait(b, deadline, cancel, completion, arg, index);
 }
 
 int sqf_barrier_abort(sqf_barrier *b)

@@ -11,7 +11,7 @@
 #include <squarefree/latch.h>
 
 #include "atomic.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 #define LA_WAITERS (1u << 0)
 #define LA_BROKEN  SQF_LATCH_BROKEN_
@@ -112,7 +112,7 @@ int sqf_latch_abort(sqf_latch *l)
     return 0;
 }
 
-int sqf_latch_wait_slow_(sqf_latch *l, sqf_deadline deadline)
+static int wait_slow(sqf_latch *l, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!l) return EINVAL;
     sqf_word *w = la_word(l);
@@ -131,12 +131,28 @@ int sqf_latch_wait_slow_(sqf_latch *l, sqf_deadline deadline)
         if (!(v & LA_WAITERS) && !at_cas(w, &v, v | LA_WAITERS, ACQ)) continue;
         /* Sleeps only while the word still holds v | WAITERS; whatever it
          * returns (woken, EAGAIN, time-out, signal), re-read and decide. */
-        (void)sqf_wait(w, v | LA_WAITERS, deadline, (v & LA_SHARED) != 0);
+        int r = sqf_wait_cancellable(w, v | LA_WAITERS, deadline, (v & LA_SHARED) != 0, tok);
         v = at_load(w, ACQ);
+        /* Cancelled while still pending: leave (opening wakes everyone, so
+         * leaving consumes nothing). */
+        if ((r == ECANCELED || r == ENOTSUP) && la_outcome(v) < 0) {
+            result = r;
+            break;
+        }
     }
     /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
     at_sub(la_waiters(l), 1, REL);
     return result;
+}
+
+int sqf_latch_wait_slow_(sqf_latch *l, sqf_deadline deadline)
+{
+    return wait_slow(l, deadline, NULL);
+}
+
+int sqf_latch_wait_until(sqf_latch *l, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    return wait_slow(l, deadline, cancel);
 }
 
 /* Out-of-line forms of the inline functions (C++, SQF_NO_INLINE). */

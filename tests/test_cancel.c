@@ -2,7 +2,9 @@
  * waking blocked calls (through sqf_event_wait_until) without consuming
  * anything. */
 #include <squarefree/cancel.h>
+#include <squarefree/barrier.h>
 #include <squarefree/cond.h>
+#include <squarefree/latch.h>
 #include <squarefree/countdown.h>
 #include <squarefree/event.h>
 #include <squarefree/once.h>
@@ -471,6 +473,59 @@ static void test_countdown(void)
     CHECK_EQ(sqf_countdown_destroy(&c), 0);
 }
 
+/* Latch: a cancelled waiter leaves, the latch stays pending for others.
+ * Barrier: a cancelled party breaks the phase (others EPIPE). */
+struct lb_waiter {
+    sqf_latch *l;
+    sqf_barrier *b;
+    sqf_cancel tok;
+    int result;
+};
+
+static void *lb_thread(void *arg)
+{
+    struct lb_waiter *w = arg;
+    if (w->l)
+        w->result = sqf_latch_wait_until(w->l, SQF_FOREVER, &w->tok);
+    else
+        w->result = sqf_barrier_wait_until(w->b, SQF_FOREVER, &w->tok, NULL, NULL, NULL);
+    return NULL;
+}
+
+static void test_latch_barrier(void)
+{
+    sqf_latch l;
+    CHECK_EQ(sqf_latch_init(&l, 1, 0), 0);
+    struct lb_waiter w[2] = {{&l, NULL, SQF_CANCEL_INIT, -1}, {&l, NULL, SQF_CANCEL_INIT, -1}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, lb_thread, &w[i]);
+    usleep(50 * 1000);
+    CHECK_EQ(sqf_cancel_cancel(&w[0].tok), 0);
+    pthread_join(t[0], NULL);
+    CHECK_EQ(w[0].result, ECANCELED);
+    CHECK_EQ(sqf_latch_try_wait(&l), EBUSY); /* still pending */
+    CHECK_EQ(sqf_latch_count_down(&l, 1), 0);
+    pthread_join(t[1], NULL);
+    CHECK_EQ(w[1].result, 0);
+    CHECK_EQ(sqf_latch_wait_until(&l, SQF_FOREVER, &w[0].tok), 0); /* open: at once */
+
+    sqf_barrier b;
+    CHECK_EQ(sqf_barrier_init(&b, 3, 0), 0);
+    struct lb_waiter p[2] = {{NULL, &b, SQF_CANCEL_INIT, -1}, {NULL, &b, SQF_CANCEL_INIT, -1}};
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, lb_thread, &p[i]);
+    usleep(50 * 1000);
+    CHECK_EQ(sqf_cancel_cancel(&p[0].tok), 0);
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    CHECK_EQ(p[0].result, ECANCELED);
+    CHECK_EQ(p[1].result, EPIPE);
+    CHECK_EQ(sqf_barrier_wait(&b, NULL), EPIPE);
+    CHECK_EQ(sqf_barrier_reset(&b), 0);
+    CHECK_EQ(sqf_barrier_destroy(&b), 0);
+}
+
 int main(void)
 {
     watchdog(60);
@@ -482,5 +537,6 @@ int main(void)
     test_cond();
     test_mutex();
     test_countdown();
+    test_latch_barrier();
     return check_done();
 }

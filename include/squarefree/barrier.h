@@ -168,6 +168,20 @@ SQF_API int sqf_barrier_timedwait(sqf_barrier *b, sqf_deadline deadline, unsigne
 SQF_API int sqf_barrier_wait_fn(sqf_barrier *b, void (*completion)(void *arg), void *arg,
                                 unsigned *index);
 
+struct sqf_cancel;
+
+/** The general form: as sqf_barrier_wait_fn with a deadline (completion may
+ *  be NULL), and gives up with ECANCELED when `cancel` (may be NULL) or an
+ *  ancestor is cancelled or past its deadline (see cancel.h).  A cancelled
+ *  wait breaks the barrier exactly as a timed-out one does: the cancelled
+ *  thread returns ECANCELED, the rest of its phase and later waits EPIPE
+ *  until sqf_barrier_reset (a withdrawn arrival would let the phase
+ *  complete short-handed).  Errors: as sqf_barrier_timedwait, plus
+ *  ECANCELED, ENOTSUP. */
+SQF_API int sqf_barrier_wait_until(sqf_barrier *b, sqf_deadline deadline,
+                                   const struct sqf_cancel *cancel, void (*completion)(void *arg),
+                                   void *arg, unsigned *index);
+
 /** Break *b: every thread waiting in the current phase, and every later
  *  wait, returns EPIPE until sqf_barrier_reset.  Aborting a broken barrier
  *  changes nothing.  Errors: EINVAL. */

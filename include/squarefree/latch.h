@@ -150,6 +150,15 @@ SQF_API int sqf_latch_arrive_and_wait(sqf_latch *l, unsigned n);
 SQF_API int sqf_latch_abort(sqf_latch *l);
 
 /* Out-of-line half of the inline functions below; not for direct use. */
+struct sqf_cancel;
+
+/** As sqf_latch_timedwait, and gives up with ECANCELED when `cancel` (may be
+ *  NULL) or an ancestor is cancelled or past its deadline (see cancel.h); an
+ *  open or broken latch answers at once whatever the token says.
+ *  Errors: EINVAL, ETIMEDOUT, EPIPE, ECANCELED, ENOTSUP. */
+SQF_API int sqf_latch_wait_until(sqf_latch *l, sqf_deadline deadline,
+                                 const struct sqf_cancel *cancel);
+
 SQF_API int sqf_latch_wait_slow_(sqf_latch *l, sqf_deadline deadline);
 
 #if SQF_INLINE_FAST_PATH
