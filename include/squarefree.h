@@ -13,5 +13,6 @@
 #include <squarefree/barrier.h>
 #include <squarefree/cancel.h>
 #include <squarefree/countdown.h>
+#include <squarefree/rwlock.h>
 
 #endif

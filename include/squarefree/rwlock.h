@@ -1,0 +1,312 @@
+/* squarefree/rwlock.h: a readers/writer lock in three 32-bit words, with no
+ * starvation of either side.
+ *
+ * What it is for: shared state that many threads read and few write, as
+ * pthread_rwlock_t, but
+ * - twelve bytes, zero-initialised, no destructor needed, no heap;
+ * - the uncontended rdlock, rdunlock, wrlock and wrunlock are each one
+ *   inline atomic read-modify-write (a compare-and-swap after a plain load);
+ * - phase-fair: a stream of readers cannot starve a writer, and a stream of
+ *   writers cannot starve a reader (see Fairness);
+ * - a writer's unlock lets every waiting reader in with ONE kernel call, and
+ *   those readers then run without waiting for one another (they are
+ *   already counted as holders when they wake: seeds/000's "square" cure).
+ *
+ *     static sqf_rwlock lock = SQF_RWLOCK_INIT;
+ *     static struct config cfg;
+ *
+ *     int lookup(int key) {                void update(int key, int value) {
+ *         sqf_rwlock_rdlock(&lock);            sqf_rwlock_wrlock(&lock);
+ *         int v = cfg.table[key];              cfg.table[key] = value;
+ *         sqf_rwlock_rdunlock(&lock);          sqf_rwlock_wrunlock(&lock);
+ *         return v;                            }
+ *     }
+ *
+ * Requires: the unlock matches the lock (rdunlock after rdlock, wrunlock
+ * after wrlock).  The lock is not recursive, and it does not upgrade: a
+ * thread that holds it for reading and asks again (read or write) while a
+ * writer waits deadlocks, because that writer waits for it and it waits for
+ * that writer.  Ownership is not recorded (that would cost a thread-id per
+ * reader), so an unlock by the wrong thread is not detected; only an unlock
+ * of what nobody holds is (EPERM).
+ *
+ * Errors (every function returns 0 or one of these; a failed call changes
+ * nothing):
+ * - EINVAL: a NULL lock; flags other than SQF_PRIVATE/SQF_SHARED.
+ * - ENOTSUP: SQF_SHARED with a wait backend that cannot share (portable).
+ * - EBUSY: tryrdlock or trywrlock would have to wait; destroy found the lock
+ *   held or waited for.
+ * - ETIMEDOUT: the deadline passed and the lock was not taken.  A deadline
+ *   already past means "try once": the call takes the lock if that needs no
+ *   waiting and otherwise returns ETIMEDOUT without sleeping.  A call whose
+ *   deadline passes just as the lock is handed to it takes the lock and
+ *   returns 0, rather than leave the hand-off to nobody.
+ * - EOVERFLOW: a read lock (any form) when SQF_RWLOCK_MAX_READERS threads
+ *   already hold it or wait for it for reading.
+ * - EPERM: rdunlock when no reader holds the lock; wrunlock when no writer
+ *   holds it (a writer still waiting for the readers to leave does not hold
+ *   it).
+ *
+ * Memory ordering: a successful lock (any form, read or write) is an acquire
+ * operation and an unlock a release operation on the lock: everything a
+ * writer wrote before wrunlock is visible to every later holder, reader or
+ * writer, and everything a reader did before rdunlock happens-before the
+ * next writer's critical section.  Failed calls order nothing.
+ *
+ * Fairness ("phase-fair"): the lock alternates between a write phase (one
+ * writer) and a read phase (any number of readers).
+ * - A writer that finds readers inside takes the writer's turn (WRITER) and
+ *   waits for them to leave.  From then on no reader barges past it: new
+ *   readers wait (tryrdlock returns EBUSY).  So a stream of overlapping
+ *   readers delays a writer by at most the readers that were inside when
+ *   it arrived.
+ * - When a writer unlocks, ALL readers that were waiting are let in at once,
+ *   as one batch, before the next waiting writer.  So a stream of writers
+ *   delays a reader by at most one write phase (plus the readers ahead).
+ * - Writers among themselves are served in the order they went to sleep
+ *   (the kernel's FIFO queue; the portable backend is FIFO too): an unlock
+ *   hands the writer's turn directly to the first sleeping writer, and no
+ *   arriving writer can take it meanwhile.  A writer interrupted by a signal
+ *   rejoins at the back.
+ * - A timed writer that gives up while readers wait behind it passes its
+ *   turn to the next sleeping writer if there is one (the readers then wait
+ *   for that writer, as they would have anyway), and otherwise lets the
+ *   waiting readers in.  Readers let in that way claim their place
+ *   themselves, and until the last of them has, no writer may take the turn
+ *   (trywrlock returns EBUSY): they were there first.
+ *
+ * How it waits: no spinning and no polling.  Waiting readers sleep on the
+ * `readers` word, writers waiting for their turn on `writers`, and the one
+ * writer that has the turn and waits for readers to leave sleeps on `state`
+ * itself.  Each kind of waiter thus has a futex queue of its own, which
+ * makes every wake-up exact.
+ *
+ * Wake-ups: wrunlock makes at most two kernel calls: one FUTEX_WAKE of all
+ * waiting readers (they are already holders when they wake, and need no
+ * further atomic step to enter) and one FUTEX_WAKE of 1 writer (the turn's
+ * new owner).  rdunlock makes a call only as the last reader to leave while
+ * a writer waits (a FUTEX_WAKE of 1).  A writer giving up makes one call
+ * (readers, or the next writer).  Releasing a batch of k readers thus costs
+ * the waker O(1) calls and the readers O(k) wake-ups in total, and no woken
+ * thread waits for another to be scheduled.  The exception is a hand-off
+ * that finds no writer asleep (WSLEEP was stale: its writer timed out, or
+ * the last writer of a run had kept it set for possible others): the turn
+ * is then revoked, which costs two more calls, and writers that went to
+ * sleep while the hand-off was in flight are woken to look again (at most
+ * one futile wake-up each).
+ *
+ * Lifetime: zero-initialised memory is a lock, and destroy is optional.  An
+ * unlock that lets waiters in touches the lock's words for a moment after
+ * those waiters may already hold it (it advances the sequence word they
+ * sleep on, after publishing their admission).  So free or reuse a lock's
+ * memory only once no thread can still be inside a call on it (for example,
+ * after joining the threads that used it), not merely once you hold it.
+ *
+ * State word (`state`) invariants (bits, meaning):
+ *   WRITER   (1<<0)  a writer has the turn.  It holds the lock exactly when
+ *                    READERS == 0 and HANDOFF is clear; before that it waits
+ *                    (asleep on `state`) for READERS to drain.  While set,
+ *                    arriving readers wait (PENDING) and arriving writers
+ *                    sleep on `writers`.  Set by a writer taking a free turn
+ *                    (READERS may be > 0, PENDING must be 0) or by a
+ *                    hand-off; cleared by wrunlock or a giving-up writer
+ *                    (unless they hand off), or by a revoked hand-off.
+ *   HANDOFF  (1<<1)  only with WRITER: the turn has been passed to a writer
+ *                    woken from `writers` that has not claimed it yet; only
+ *                    a thread returning from that wake-up may clear it.  If
+ *                    the wake-up found nobody, the passer revokes the turn.
+ *   WSLEEP   (1<<2)  writers may be asleep on `writers`: whoever ends the
+ *                    current turn (or lets the last owed reader in) hands
+ *                    the turn to one of them.  Kept by a hand-off (others
+ *                    may sleep too), so it may be stale (or a writer timed
+ *                    out): the hand-off then wakes nobody and is revoked,
+ *                    which clears WSLEEP and wakes any writer that fell
+ *                    asleep meanwhile.  Never set while WRITER and PENDING
+ *                    are both clear.
+ *   PHASE    (1<<3)  flipped by each wrunlock that lets waiting readers in
+ *                    (a "grant"): a waiting reader that sees it change is
+ *                    already counted in READERS.  A grant happens only with
+ *                    READERS == 0, so every reader of one grant has looked
+ *                    before the next: one bit never wraps under a sleeper.
+ *   PENDING  (bits 4..17)   readers waiting to get in (asleep on `readers`).
+ *                    With WRITER set they wait for a grant; with WRITER
+ *                    clear they have been let in by a writer that gave up
+ *                    (or a revoked hand-off) and each moves itself from
+ *                    PENDING to READERS; no writer may take the turn until
+ *                    PENDING is 0.
+ *   READERS  (bits 18..31)  readers holding the lock (including granted ones
+ *                    still waking up).
+ *   READERS + PENDING <= SQF_RWLOCK_MAX_READERS.  Idle is 0 or PHASE; the
+ *   all-zero initialiser is valid.
+ * `readers`: bit 0 SHARED (set by init, never changed); bits 1..31 a count
+ *   advanced (by 2) after every grant or release of waiting readers, so that
+ *   a reader about to sleep notices one that happened since it looked.
+ * `writers`: a count advanced after every hand-off of the turn (and every
+ *   revoked one), likewise for writers about to sleep.
+ */
+#ifndef SQUAREFREE_RWLOCK_H
+#define SQUAREFREE_RWLOCK_H
+
+#include <squarefree/bits/common.h>
+#include <squarefree/time.h>
+
+SQF_BEGIN_DECLS
+
+typedef struct sqf_rwlock {
+    SQF_WORD state;   /* the lock: see the invariants above */
+    SQF_WORD readers; /* waiting readers sleep here; bit 0: SHARED */
+    SQF_WORD writers; /* writers waiting for the turn sleep here */
+} sqf_rwlock;
+
+/** A statically initialised, unlocked, process-private lock (all zero). */
+#define SQF_RWLOCK_INIT                                                                            \
+    {                                                                                              \
+        0, 0, 0                                                                                    \
+    }
+
+/** The most readers that may hold or wait for the lock at once. */
+#define SQF_RWLOCK_MAX_READERS 16383u
+
+/* State word bits (the full table is above); not for direct use. */
+#define SQF_RWLOCK_WRITER_   1u
+#define SQF_RWLOCK_HANDOFF_  2u
+#define SQF_RWLOCK_WSLEEP_   4u
+#define SQF_RWLOCK_PHASE_    8u
+#define SQF_RWLOCK_PENDING_  (1u << 4)       /* one waiting reader */
+#define SQF_RWLOCK_PMASK_    (0x3fffu << 4)  /* all of PENDING */
+#define SQF_RWLOCK_READER_   (1u << 18)      /* one holding reader */
+#define SQF_RWLOCK_RFULL_    (SQF_RWLOCK_MAX_READERS << 18)
+
+/** Initialise *l unlocked.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
+ *  only for SQF_SHARED or to reuse memory; zeroed memory is a valid lock.
+ *  Errors: EINVAL, ENOTSUP. */
+SQF_API int sqf_rwlock_init(sqf_rwlock *l, unsigned flags);
+
+/** Check that nobody holds or waits for *l, so that its memory may be
+ *  reused.  Errors: EINVAL; EBUSY if held or waited for (nothing changes). */
+SQF_API int sqf_rwlock_destroy(sqf_rwlock *l);
+
+/* Out-of-line halves of the inline functions below; not for direct use. */
+SQF_API int sqf_rwlock_rdlock_slow_(sqf_rwlock *l, sqf_deadline deadline);
+SQF_API int sqf_rwlock_tryrdlock_slow_(sqf_rwlock *l);
+SQF_API int sqf_rwlock_rdunlock_slow_(sqf_rwlock *l);
+SQF_API int sqf_rwlock_wrlock_slow_(sqf_rwlock *l, sqf_deadline deadline);
+SQF_API int sqf_rwlock_trywrlock_slow_(sqf_rwlock *l);
+SQF_API int sqf_rwlock_wrunlock_slow_(sqf_rwlock *l);
+
+#if SQF_INLINE_FAST_PATH
+
+/* One CAS: a reader gets in at once if no writer has the turn, nobody is
+ * owed a place (PENDING == 0) and the count has room. */
+static inline int sqf_rwlock_rtake_(sqf_rwlock *l)
+{
+    uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+    return (v & (SQF_RWLOCK_WRITER_ | SQF_RWLOCK_PMASK_)) == 0 && v < SQF_RWLOCK_RFULL_ &&
+           atomic_compare_exchange_strong_explicit(&l->state, &v, v + SQF_RWLOCK_READER_,
+                                                   memory_order_acquire, memory_order_relaxed);
+}
+
+/* One CAS: a writer gets in at once if the lock is idle (0 or PHASE). */
+static inline int sqf_rwlock_wtake_(sqf_rwlock *l)
+{
+    uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+    return (v & ~SQF_RWLOCK_PHASE_) == 0 &&
+           atomic_compare_exchange_strong_explicit(&l->state, &v, v | SQF_RWLOCK_WRITER_,
+                                                   memory_order_acquire, memory_order_relaxed);
+}
+
+/** Acquire *l for reading, sleeping as long as it takes.
+ *  Errors: EINVAL, EOVERFLOW. */
+static inline int sqf_rwlock_rdlock(sqf_rwlock *l)
+{
+    if (SQF_LIKELY(l != NULL) && sqf_rwlock_rtake_(l)) return 0;
+    return sqf_rwlock_rdlock_slow_(l, SQF_FOREVER);
+}
+
+/** Acquire *l for reading if that needs no waiting.
+ *  Errors: EINVAL; EBUSY if a writer holds it or waits for it; EOVERFLOW. */
+static inline int sqf_rwlock_tryrdlock(sqf_rwlock *l)
+{
+    if (SQF_LIKELY(l != NULL) && sqf_rwlock_rtake_(l)) return 0;
+    return sqf_rwlock_tryrdlock_slow_(l);
+}
+
+/** Acquire *l for reading, waiting until the deadline at most.
+ *  Errors: EINVAL, ETIMEDOUT, EOVERFLOW. */
+static inline int sqf_rwlock_timedrdlock(sqf_rwlock *l, sqf_deadline deadline)
+{
+    if (SQF_LIKELY(l != NULL) && sqf_rwlock_rtake_(l)) return 0;
+    return sqf_rwlock_rdlock_slow_(l, deadline);
+}
+
+/** Release a read lock on *l; the last reader out wakes the writer waiting
+ *  for it, if any.  Errors: EINVAL; EPERM if no reader holds *l. */
+static inline int sqf_rwlock_rdunlock(sqf_rwlock *l)
+{
+    if (SQF_LIKELY(l != NULL)) {
+        uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+        /* Not the last reader, or the last with no writer waiting for it. */
+        if ((v >= 2 * SQF_RWLOCK_READER_ ||
+             (v >= SQF_RWLOCK_READER_ && !(v & SQF_RWLOCK_WRITER_))) &&
+            atomic_compare_exchange_strong_explicit(&l->state, &v, v - SQF_RWLOCK_READER_,
+                                                    memory_order_release, memory_order_relaxed))
+            return 0;
+    }
+    return sqf_rwlock_rdunlock_slow_(l);
+}
+
+/** Acquire *l for writing, sleeping as long as it takes.  Errors: EINVAL. */
+static inline int sqf_rwlock_wrlock(sqf_rwlock *l)
+{
+    if (SQF_LIKELY(l != NULL) && sqf_rwlock_wtake_(l)) return 0;
+    return sqf_rwlock_wrlock_slow_(l, SQF_FOREVER);
+}
+
+/** Acquire *l for writing if that needs no waiting.
+ *  Errors: EINVAL; EBUSY if anyone holds it, waits for it, or is owed it. */
+static inline int sqf_rwlock_trywrlock(sqf_rwlock *l)
+{
+    if (SQF_LIKELY(l != NULL) && sqf_rwlock_wtake_(l)) return 0;
+    return sqf_rwlock_trywrlock_slow_(l);
+}
+
+/** Acquire *l for writing, waiting until the deadline at most.  A writer
+ *  that times out after making readers wait lets them in (see Fairness).
+ *  Errors: EINVAL, ETIMEDOUT. */
+static inline int sqf_rwlock_timedwrlock(sqf_rwlock *l, sqf_deadline deadline)
+{
+    if (SQF_LIKELY(l != NULL) && sqf_rwlock_wtake_(l)) return 0;
+    return sqf_rwlock_wrlock_slow_(l, deadline);
+}
+
+/** Release a write lock on *l: lets in every waiting reader, and hands the
+ *  writer's turn to the first sleeping writer.  Errors: EINVAL; EPERM if no
+ *  writer holds *l (nothing changes). */
+static inline int sqf_rwlock_wrunlock(sqf_rwlock *l)
+{
+    if (SQF_LIKELY(l != NULL)) {
+        uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+        if ((v & ~SQF_RWLOCK_PHASE_) == SQF_RWLOCK_WRITER_ &&
+            atomic_compare_exchange_strong_explicit(&l->state, &v, v & SQF_RWLOCK_PHASE_,
+                                                    memory_order_release, memory_order_relaxed))
+            return 0;
+    }
+    return sqf_rwlock_wrunlock_slow_(l);
+}
+
+#else
+
+SQF_API int sqf_rwlock_rdlock(sqf_rwlock *l);
+SQF_API int sqf_rwlock_tryrdlock(sqf_rwlock *l);
+SQF_API int sqf_rwlock_timedrdlock(sqf_rwlock *l, sqf_deadline deadline);
+SQF_API int sqf_rwlock_rdunlock(sqf_rwlock *l);
+SQF_API int sqf_rwlock_wrlock(sqf_rwlock *l);
+SQF_API int sqf_rwlock_trywrlock(sqf_rwlock *l);
+SQF_API int sqf_rwlock_timedwrlock(sqf_rwlock *l, sqf_deadline deadline);
+SQF_API int sqf_rwlock_wrunlock(sqf_rwlock *l);
+
+#endif
+
+SQF_END_DECLS
+
+#endif

@@ -1,0 +1,362 @@
+/* rwlock.c: sqf_rwlock's slow paths: waiting readers, the writer's turn,
+ * grants, hand-offs and giving up.  The state word's invariants are in
+ * include/squarefree/rwlock.h; the comments here say why each step is safe.
+ *
+ * Three futex queues, one per kind of waiter, so that every wake-up is
+ * exact:
+ * - readers waiting to get in sleep on `readers` (woken all at once by a
+ *   grant or a release);
+ * - writers waiting for the turn sleep on `writers` (woken one at a time,
+ *   each wake-up a hand-off of the turn);
+ * - the single writer that has the turn and waits for the readers inside to
+ *   leave sleeps on `state` itself (woken by the last of them).
+ *
+ * The sleep/wake pattern on `readers` and `writers`: a sleeper loads the
+ * sequence word (ACQ), then `state` (ACQ), decides to sleep, and sleeps only
+ * while the sequence word still holds what it loaded.  A waker changes
+ * `state` first, then advances the sequence word (REL), then wakes.  If the
+ * sleeper's look at `state` missed the change, its load of the sequence word
+ * cannot have seen the advance (that load came first, and seeing the advance
+ * would have made the change visible), so the futex either refuses to sleep
+ * or queues it before the wake.  The drain sleeps on `state` directly, so
+ * any change at all is noticed.
+ *
+ * Every change of `state` after init is a read-modify-write, so an acquire
+ * that reads any later value synchronises with every earlier release on it
+ * (release sequences): a reader let in by a writer that gave up still sees
+ * the writes of the last writer that held the lock.
+ */
+#include <limits.h>
+
+#include <squarefree/rwlock.h>
+
+#include "atomic.h"
+#include "wait.h"
+
+#define RW_WRITER  SQF_RWLOCK_WRITER_
+#define RW_HANDOFF SQF_RWLOCK_HANDOFF_
+#define RW_WSLEEP  SQF_RWLOCK_WSLEEP_
+#define RW_PHASE   SQF_RWLOCK_PHASE_
+#define RW_PUNIT   SQF_RWLOCK_PENDING_
+#define RW_PMASK   SQF_RWLOCK_PMASK_
+#define RW_RUNIT   SQF_RWLOCK_READER_
+#define RW_MAX     SQF_RWLOCK_MAX_READERS
+
+/* In the `readers` word: bit 0 is SHARED, the rest a sequence. */
+#define RW_SHARED 1u
+#define RW_RSTEP  2u
+
+_Static_assert(RW_PMASK == (RW_MAX * RW_PUNIT), "PENDING must hold SQF_RWLOCK_MAX_READERS");
+_Static_assert(RW_RUNIT == ((RW_PMASK << 1) & ~RW_PMASK), "READERS must follow PENDING");
+
+static inline sqf_word *st(sqf_rwlock *l)
+{
+    return (sqf_word *)&l->state;
+}
+static inline sqf_word *rq(sqf_rwlock *l)
+{
+    return (sqf_word *)&l->readers;
+}
+static inline sqf_word *wq(sqf_rwlock *l)
+{
+    return (sqf_word *)&l->writers;
+}
+
+static inline uint32_t readers_in(uint32_t v)
+{
+    return v / RW_RUNIT;
+}
+static inline uint32_t pending(uint32_t v)
+{
+    return (v & RW_PMASK) / RW_PUNIT;
+}
+static inline bool is_shared(sqf_rwlock *l)
+{
+    return (at_load(rq(l), RLX) & RW_SHARED) != 0;
+}
+static inline bool passed(sqf_deadline deadline)
+{
+    return deadline != SQF_FOREVER && deadline <= sqf_now();
+}
+
+/* Wake every reader asleep on `readers`, after a CAS on `state` that granted
+ * or released them.  They need nothing more from us: a granted reader is
+ * already counted in READERS, a released one claims its own place. */
+static void wake_readers(sqf_rwlock *l, bool shared)
+{
+    at_add(rq(l), RW_RSTEP, REL);
+    sqf_wake(rq(l), INT_MAX, shared);
+}
+
+/* A hand-off found nobody to wake (the writer that set WSLEEP timed out, or
+ * was interrupted and will look again): take the turn back, unless a woken
+ * writer has claimed it meanwhile (then HANDOFF is already clear).  The turn
+ * ends, so readers that queued behind it are released, and WSLEEP goes, as
+ * nobody was asleep on `writers` when the wake-up looked.
+ *
+ * But a writer may have gone to sleep since: one that saw the hand-off in
+ * flight, with WSLEEP already set, sleeps without changing `state`, so the
+ * CAS below cannot notice it, and with WSLEEP cleared nobody would ever wake
+ * it.  So advance `writers` (a writer about to sleep then looks again) and
+ * wake every writer asleep there (each was queued after the failed wake-up,
+ * so each gets at most this one futile wake-up): they look again, one takes
+ * the free turn, the others set WSLEEP and sleep. */
+static void revoke_turn(sqf_rwlock *l, bool shared)
+{
+    sqf_word *s = st(l);
+    uint32_t v = at_load(s, RLX);
+    while (v & RW_HANDOFF) {
+        if (at_cas(s, &v, v & ~(RW_WRITER | RW_HANDOFF | RW_WSLEEP), REL)) {
+            if (pending(v)) wake_readers(l, shared);
+            at_add(wq(l), 1, REL);
+            sqf_wake(wq(l), INT_MAX, shared);
+            return;
+        }
+    }
+}
+
+/* After a CAS that set HANDOFF: wake the first writer asleep on `writers`;
+ * only a writer returning from that wake-up may claim the turn. */
+static void pass_turn(sqf_rwlock *l, bool shared)
+{
+    at_add(wq(l), 1, REL);
+    if (sqf_wake(wq(l), 1, shared) == 0) revoke_turn(l, shared);
+}
+
+/* ---- readers ----------------------------------------------------------- */
+
+/* A reader counted in PENDING (registered in `v`, which holds its phase)
+ * waits to be let in.  Three ways out:
+ * - PHASE flipped: a wrunlock granted us, we are in READERS already.  Only a
+ *   wrunlock flips PHASE, and only with READERS == 0, so it cannot flip
+ *   twice before we look (we hold the lock after the first).
+ * - WRITER clear with PHASE unchanged: the turn ended without a grant (its
+ *   writer gave up, or a hand-off was revoked): we are "released" and move
+ *   ourselves from PENDING to READERS, whatever our deadline (the lock is
+ *   ours to take, and a released reader that went away instead would make
+ *   the writers that wait for PENDING to empty wait for nothing).  No writer
+ *   can take the turn while PENDING > 0, so no grant can happen meanwhile.
+ *   The last one to claim hands the turn to a sleeping writer, if any.
+ * - time-out while WRITER is set: leave PENDING.  Nobody waits for PENDING
+ *   to shrink while a writer has the turn, so there is nothing to pass on. */
+static int wait_for_grant(sqf_rwlock *l, uint32_t v, sqf_deadline deadline)
+{
+    sqf_word *s = st(l);
+    const uint32_t phase = v & RW_PHASE;
+    const bool shared = is_shared(l);
+    for (;;) {
+        uint32_t seq = at_load(rq(l), ACQ);
+        v = at_load(s, ACQ); /* ACQ: a grant's writes happen-before our section */
+        if ((v & RW_PHASE) != phase) return 0;
+        if (!(v & RW_WRITER)) {
+            uint32_t want = v - RW_PUNIT + RW_RUNIT;
+            if (pending(want) == 0 && (want & RW_WSLEEP)) want |= RW_WRITER | RW_HANDOFF;
+            if (!at_cas(s, &v, want, ACQ)) continue;
+            if (want & RW_HANDOFF) pass_turn(l, shared);
+            return 0;
+        }
+        if (passed(deadline)) {
+            if (at_cas(s, &v, v - RW_PUNIT, RLX)) return ETIMEDOUT;
+            continue;
+        }
+        (void)sqf_wait(rq(l), seq, deadline, shared);
+    }
+}
+
+int sqf_rwlock_rdlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
+{
+    if (!l) return EINVAL;
+    sqf_word *s = st(l);
+    uint32_t v = at_load(s, RLX);
+    for (;;) {
+        if (readers_in(v) + pending(v) >= RW_MAX) return EOVERFLOW;
+        if (!(v & RW_WRITER)) {
+            /* No writer has the turn (readers released by one that gave up
+             * may still be claiming their places: we need not wait for them). */
+            if (at_cas(s, &v, v + RW_RUNIT, ACQ)) return 0;
+            continue;
+        }
+        /* A writer holds the lock or waits for the readers inside: do not
+         * barge past it.  A passed deadline means "try once". */
+        if (passed(deadline)) return ETIMEDOUT;
+        if (at_cas(s, &v, v + RW_PUNIT, RLX)) return wait_for_grant(l, v + RW_PUNIT, deadline);
+    }
+}
+
+int sqf_rwlock_tryrdlock_slow_(sqf_rwlock *l)
+{
+    int e = sqf_rwlock_rdlock_slow_(l, INT64_MIN);
+    return e == ETIMEDOUT ? EBUSY : e;
+}
+
+int sqf_rwlock_rdunlock_slow_(sqf_rwlock *l)
+{
+    if (!l) return EINVAL;
+    sqf_word *s = st(l);
+    const bool shared = is_shared(l); /* read before we let anyone in */
+    uint32_t v = at_load(s, RLX);
+    do {
+        if (readers_in(v) == 0) return EPERM;
+    } while (!at_cas(s, &v, v - RW_RUNIT, REL));
+    /* The last reader out while a writer has the turn (and has claimed it)
+     * wakes that writer, the only thread that sleeps on `state`.  Only the
+     * address is passed: the writer may already own the lock. */
+    if (readers_in(v) == 1 && (v & (RW_WRITER | RW_HANDOFF)) == RW_WRITER) sqf_wake(s, 1, shared);
+    return 0;
+}
+
+/* ---- writers ----------------------------------------------------------- */
+
+/* We have the turn (WRITER set by us, HANDOFF clear); `v` is the state as
+ * we left it, read with ACQ.  Wait for the readers inside to leave; no new
+ * ones can join them.  If the deadline passes first, give the turn up: to
+ * the next sleeping writer if there is one (the readers waiting behind us
+ * then wait for it), otherwise by clearing WRITER, which releases every
+ * waiting reader.  The last reader's wake-up is ours alone, and we consume
+ * it only by finding READERS == 0 and taking the lock. */
+static int drain(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, bool shared)
+{
+    sqf_word *s = st(l);
+    for (;;) {
+        if (readers_in(v) == 0) return 0;
+        if (passed(deadline)) {
+            uint32_t want = (v & RW_WSLEEP) ? (v | RW_HANDOFF) : (v & ~RW_WRITER);
+            /* AR: on failure v is re-read with ACQ, and may show
+             * READERS == 0, on which we return 0 holding the lock. */
+            if (!at_cas(s, &v, want, AR)) continue;
+            if (want & RW_HANDOFF)
+                pass_turn(l, shared);
+            else if (pending(v))
+                wake_readers(l, shared);
+            return ETIMEDOUT;
+        }
+        (void)sqf_wait(s, v, deadline, shared);
+        v = at_load(s, ACQ);
+    }
+}
+
+int sqf_rwlock_wrlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
+{
+    if (!l) return EINVAL;
+    sqf_word *s = st(l);
+    const bool shared = is_shared(l);
+    bool woken = false; /* returned from a wake-up: may claim a HANDOFF */
+    for (;;) {
+        uint32_t seq = at_load(wq(l), ACQ);
+        uint32_t v = at_load(s, ACQ);
+        if (!(v & RW_WRITER) && pending(v) == 0) {
+            /* The turn is free.  With readers inside, take it only if we
+             * may wait for them: a passed deadline means "try once", and
+             * taking the turn only to give it back would stall readers. */
+            if (readers_in(v) && passed(deadline)) return ETIMEDOUT;
+            if (at_cas(s, &v, v | RW_WRITER, ACQ)) return drain(l, v | RW_WRITER, deadline, shared);
+            continue;
+        }
+        if (woken && (v & RW_HANDOFF)) {
+            /* The turn was passed to us: claim it whatever our deadline, so
+             * that the hand-off is not lost; drain gives it up properly. */
+            if (at_cas(s, &v, v & ~RW_HANDOFF, ACQ))
+                return drain(l, v & ~RW_HANDOFF, deadline, shared);
+            continue;
+        }
+        /* Another writer has the turn, or released readers are owed theirs
+         * (WRITER clear, PENDING > 0): sleep until a hand-off. */
+        if (passed(deadline)) return ETIMEDOUT;
+        if (!(v & RW_WSLEEP) && !at_cas(s, &v, v | RW_WSLEEP, RLX)) continue;
+        woken = sqf_wait(wq(l), seq, deadline, shared) == SQF_WAIT_WOKEN;
+    }
+}
+
+int sqf_rwlock_trywrlock_slow_(sqf_rwlock *l)
+{
+    if (!l) return EINVAL;
+    sqf_word *s = st(l);
+    uint32_t v = at_load(s, RLX);
+    while ((v & ~RW_PHASE) == 0)
+        if (at_cas(s, &v, v | RW_WRITER, ACQ)) return 0;
+    return EBUSY;
+}
+
+/* End a write phase.  Readers waiting (PENDING) are granted in the same CAS:
+ * they move to READERS and PHASE flips, so they hold the lock before any
+ * writer can (a writer needs READERS == 0).  The turn goes to a sleeping
+ * writer if WSLEEP says there may be one, else it ends. */
+int sqf_rwlock_wrunlock_slow_(sqf_rwlock *l)
+{
+    if (!l) return EINVAL;
+    sqf_word *s = st(l);
+    const bool shared = is_shared(l);
+    uint32_t v = at_load(s, RLX), want;
+    do {
+        if ((v & (RW_WRITER | RW_HANDOFF)) != RW_WRITER || readers_in(v) != 0) return EPERM;
+        uint32_t p = pending(v);
+        want = p ? (v - p * RW_PUNIT + p * RW_RUNIT) ^ RW_PHASE : v;
+        want = (v & RW_WSLEEP) ? (want | RW_HANDOFF) : (want & ~RW_WRITER);
+    } while (!at_cas(s, &v, want, REL));
+    /* Readers first: they can run while the next writer wakes up. */
+    if (pending(v)) wake_readers(l, shared);
+    if (want & RW_HANDOFF) pass_turn(l, shared);
+    return 0;
+}
+
+/* ---- the rest ---------------------------------------------------------- */
+
+int sqf_rwlock_init(sqf_rwlock *l, unsigned flags)
+{
+    if (!l || (flags & ~SQF_SHARED)) return EINVAL;
+    if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    at_store(wq(l), 0, RLX);
+    at_store(rq(l), (flags & SQF_SHARED) ? RW_SHARED : 0, RLX);
+    at_store(st(l), 0, REL);
+    return 0;
+}
+
+int sqf_rwlock_destroy(sqf_rwlock *l)
+{
+    if (!l) return EINVAL;
+    /* Held, drained for, waited for or owed: anything but PHASE. */
+    return (at_load(st(l), ACQ) & ~RW_PHASE) ? EBUSY : 0;
+}
+
+/* The out-of-line forms of the header's inline fast paths (used from C++,
+ * with SQF_NO_INLINE, and by the library itself): each slow path starts with
+ * the same single CAS the inline form makes. */
+int sqf_rwlock_rdlock(sqf_rwlock *l)
+{
+    return sqf_rwlock_rdlock_slow_(l, SQF_FOREVER);
+}
+
+int sqf_rwlock_tryrdlock(sqf_rwlock *l)
+{
+    return sqf_rwlock_tryrdlock_slow_(l);
+}
+
+int sqf_rwlock_timedrdlock(sqf_rwlock *l, sqf_deadline deadline)
+{
+    return sqf_rwlock_rdlock_slow_(l, deadline);
+}
+
+int sqf_rwlock_rdunlock(sqf_rwlock *l)
+{
+    return sqf_rwlock_rdunlock_slow_(l);
+}
+
+int sqf_rwlock_wrlock(sqf_rwlock *l)
+{
+    return sqf_rwlock_wrlock_slow_(l, SQF_FOREVER);
+}
+
+int sqf_rwlock_trywrlock(sqf_rwlock *l)
+{
+    return sqf_rwlock_trywrlock_slow_(l);
+}
+
+int sqf_rwlock_timedwrlock(sqf_rwlock *l, sqf_deadline deadline)
+{
+    return sqf_rwlock_wrlock_slow_(l, deadline);
+}
+
+int sqf_rwlock_wrunlock(sqf_rwlock *l)
+{
+    return sqf_rwlock_wrunlock_slow_(l);
+}
