@@ -31,7 +31,7 @@
 #include <squarefree/rwlock.h>
 
 #include "atomic.h"
-#include "wait.h"
+#include "cancel_wait.h"
 
 #define RW_WRITER  SQF_RWLOCK_WRITER_
 #define RW_HANDOFF SQF_RWLOCK_HANDOFF_
@@ -139,8 +139,9 @@ static void pass_turn(sqf_rwlock *l, bool shared)
  *   The last one to claim hands the turn to a sleeping writer, if any.
  * - time-out while WRITER is set: leave PENDING.  Nobody waits for PENDING
  *   to shrink while a writer has the turn, so there is nothing to pass on. */
-static int wait_for_grant(sqf_rwlock *l, uint32_t v, sqf_deadline deadline)
+static int wait_for_grant(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, const sqf_cancel *tok)
 {
+    int stop = 0; /* ECANCELED or ENOTSUP: leave as a time-out does */
     sqf_word *s = st(l);
     const uint32_t phase = v & RW_PHASE;
     const bool shared = is_shared(l);
@@ -155,15 +156,16 @@ static int wait_for_grant(sqf_rwlock *l, uint32_t v, sqf_deadline deadline)
             if (want & RW_HANDOFF) pass_turn(l, shared);
             return 0;
         }
-        if (passed(deadline)) {
-            if (at_cas(s, &v, v - RW_PUNIT, RLX)) return ETIMEDOUT;
+        if (stop || passed(deadline)) {
+            if (at_cas(s, &v, v - RW_PUNIT, RLX)) return stop ? stop : ETIMEDOUT;
             continue;
         }
-        (void)sqf_wait(rq(l), seq, deadline, shared);
+        int r = sqf_wait_cancellable(rq(l), seq, deadline, shared, tok);
+        if (r == ECANCELED || r == ENOTSUP) stop = r;
     }
 }
 
-int sqf_rwlock_rdlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
+static int rdlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!l) return EINVAL;
     sqf_word *s = st(l);
@@ -179,8 +181,19 @@ int sqf_rwlock_rdlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
         /* A writer holds the lock or waits for the readers inside: do not
          * barge past it.  A passed deadline means "try once". */
         if (passed(deadline)) return ETIMEDOUT;
-        if (at_cas(s, &v, v + RW_PUNIT, RLX)) return wait_for_grant(l, v + RW_PUNIT, deadline);
+        if (sqf_cancel_is_cancelled(tok)) return ECANCELED;
+        if (at_cas(s, &v, v + RW_PUNIT, RLX)) return wait_for_grant(l, v + RW_PUNIT, deadline, tok);
     }
+}
+
+int sqf_rwlock_rdlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
+{
+    return rdlock(l, deadline, NULL);
+}
+
+int sqf_rwlock_rdlock_until(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    return rdlock(l, deadline, cancel);
 }
 
 int sqf_rwlock_tryrdlock_slow_(sqf_rwlock *l)
@@ -214,12 +227,14 @@ int sqf_rwlock_rdunlock_slow_(sqf_rwlock *l)
  * then wait for it), otherwise by clearing WRITER, which releases every
  * waiting reader.  The last reader's wake-up is ours alone, and we consume
  * it only by finding READERS == 0 and taking the lock. */
-static int drain(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, bool shared)
+static int drain(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, bool shared,
+                 const sqf_cancel *tok)
 {
     sqf_word *s = st(l);
+    int stop = 0; /* ECANCELED or ENOTSUP: give the turn up as a time-out does */
     for (;;) {
         if (readers_in(v) == 0) return 0;
-        if (passed(deadline)) {
+        if (stop || passed(deadline)) {
             uint32_t want = (v & RW_WSLEEP) ? (v | RW_HANDOFF) : (v & ~RW_WRITER);
             /* AR: on failure v is re-read with ACQ, and may show
              * READERS == 0, on which we return 0 holding the lock. */
@@ -228,15 +243,17 @@ static int drain(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, bool shared)
                 pass_turn(l, shared);
             else if (pending(v))
                 wake_readers(l, shared);
-            return ETIMEDOUT;
+            return stop ? stop : ETIMEDOUT;
         }
-        (void)sqf_wait(s, v, deadline, shared);
+        int r = sqf_wait_cancellable(s, v, deadline, shared, tok);
+        if (r == ECANCELED || r == ENOTSUP) stop = r;
         v = at_load(s, ACQ);
     }
 }
 
-int sqf_rwlock_wrlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
+static int wrlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
 {
+    int stop = 0; /* ECANCELED or ENOTSUP once the token stops us */
     if (!l) return EINVAL;
     sqf_word *s = st(l);
     const bool shared = is_shared(l);
@@ -249,22 +266,36 @@ int sqf_rwlock_wrlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
              * may wait for them: a passed deadline means "try once", and
              * taking the turn only to give it back would stall readers. */
             if (readers_in(v) && passed(deadline)) return ETIMEDOUT;
-            if (at_cas(s, &v, v | RW_WRITER, ACQ)) return drain(l, v | RW_WRITER, deadline, shared);
+            if (at_cas(s, &v, v | RW_WRITER, ACQ))
+                return drain(l, v | RW_WRITER, deadline, shared, tok);
             continue;
         }
         if (woken && (v & RW_HANDOFF)) {
             /* The turn was passed to us: claim it whatever our deadline, so
              * that the hand-off is not lost; drain gives it up properly. */
             if (at_cas(s, &v, v & ~RW_HANDOFF, ACQ))
-                return drain(l, v & ~RW_HANDOFF, deadline, shared);
+                return drain(l, v & ~RW_HANDOFF, deadline, shared, tok);
             continue;
         }
         /* Another writer has the turn, or released readers are owed theirs
          * (WRITER clear, PENDING > 0): sleep until a hand-off. */
+        if (stop) return stop; /* not dequeued by a hand-off: nothing consumed */
         if (passed(deadline)) return ETIMEDOUT;
         if (!(v & RW_WSLEEP) && !at_cas(s, &v, v | RW_WSLEEP, RLX)) continue;
-        woken = sqf_wait(wq(l), seq, deadline, shared) == SQF_WAIT_WOKEN;
+        int r = sqf_wait_cancellable(wq(l), seq, deadline, shared, tok);
+        woken = r == SQF_WAIT_WOKEN;
+        if (r == ECANCELED || r == ENOTSUP) stop = r;
     }
+}
+
+int sqf_rwlock_wrlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
+{
+    return wrlock(l, deadline, NULL);
+}
+
+int sqf_rwlock_wrlock_until(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    return wrlock(l, deadline, cancel);
 }
 
 int sqf_rwlock_trywrlock_slow_(sqf_rwlock *l)

@@ -8,6 +8,7 @@
 #include <squarefree/countdown.h>
 #include <squarefree/event.h>
 #include <squarefree/once.h>
+#include <squarefree/rwlock.h>
 #include <squarefree/sem.h>
 
 #include "atomic.h"
@@ -526,6 +527,78 @@ static void test_latch_barrier(void)
     CHECK_EQ(sqf_barrier_destroy(&b), 0);
 }
 
+/* Rwlock: a cancelled writer that had taken the turn gives it up, letting
+ * the readers queued behind it in; a cancelled writer queued behind another
+ * writer leaves; a cancelled reader leaves. */
+static sqf_rwlock rw = SQF_RWLOCK_INIT;
+
+struct rw_waiter {
+    int write;
+    sqf_cancel tok;
+    sqf_word result;
+};
+
+static void *rw_thread(void *arg)
+{
+    struct rw_waiter *w = arg;
+    int e = w->write ? sqf_rwlock_wrlock_until(&rw, SQF_FOREVER, &w->tok)
+                     : sqf_rwlock_rdlock_until(&rw, SQF_FOREVER, &w->tok);
+    if (e == 0)
+        e = w->write ? sqf_rwlock_wrunlock(&rw) : sqf_rwlock_rdunlock(&rw);
+    else
+        at_store(&w->result, (uint32_t)e, SC);
+    if (at_load(&w->result, SC) == (uint32_t)-1) at_store(&w->result, (uint32_t)e, SC);
+    return NULL;
+}
+
+static uint32_t wait_result(struct rw_waiter *w)
+{
+    sqf_deadline stop = sqf_after(5 * SQF_SEC);
+    while (at_load(&w->result, SC) == (uint32_t)-1 && sqf_now() < stop)
+        usleep(200);
+    return at_load(&w->result, SC);
+}
+
+static void test_rwlock(void)
+{
+    struct rw_waiter wr = {1, SQF_CANCEL_INIT, 0}, rd = {0, SQF_CANCEL_INIT, 0};
+    at_store(&wr.result, (uint32_t)-1, SC);
+    at_store(&rd.result, (uint32_t)-1, SC);
+    CHECK_EQ(sqf_rwlock_rdlock(&rw), 0);
+    pthread_t tw, tr;
+    pthread_create(&tw, NULL, rw_thread, &wr);
+    usleep(50 * 1000); /* the writer has the turn, waiting for our read lock */
+    CHECK_EQ(sqf_rwlock_tryrdlock(&rw), EBUSY);
+    pthread_create(&tr, NULL, rw_thread, &rd); /* queued behind the writer */
+    usleep(50 * 1000);
+    CHECK_EQ(at_load(&rd.result, SC), (uint32_t)-1);
+    CHECK_EQ(sqf_cancel_cancel(&wr.tok), 0);
+    CHECK_EQ(wait_result(&wr), ECANCELED);
+    CHECK_EQ(wait_result(&rd), 0); /* let in although we still read */
+    CHECK_EQ(sqf_rwlock_rdunlock(&rw), 0);
+    pthread_join(tw, NULL);
+    pthread_join(tr, NULL);
+
+    /* A writer queued behind a writer, and a reader queued behind it. */
+    struct rw_waiter w2 = {1, SQF_CANCEL_INIT, 0}, r2 = {0, SQF_CANCEL_INIT, 0};
+    at_store(&w2.result, (uint32_t)-1, SC);
+    at_store(&r2.result, (uint32_t)-1, SC);
+    CHECK_EQ(sqf_rwlock_wrlock(&rw), 0);
+    pthread_create(&tw, NULL, rw_thread, &w2);
+    pthread_create(&tr, NULL, rw_thread, &r2);
+    usleep(50 * 1000);
+    CHECK_EQ(sqf_cancel_cancel(&w2.tok), 0);
+    CHECK_EQ(sqf_cancel_cancel(&r2.tok), 0);
+    CHECK_EQ(wait_result(&w2), ECANCELED);
+    CHECK_EQ(wait_result(&r2), ECANCELED);
+    CHECK_EQ(sqf_rwlock_wrunlock(&rw), 0);
+    pthread_join(tw, NULL);
+    pthread_join(tr, NULL);
+    CHECK_EQ(sqf_rwlock_trywrlock(&rw), 0); /* nothing left behind */
+    CHECK_EQ(sqf_rwlock_wrunlock(&rw), 0);
+    CHECK_EQ(sqf_rwlock_destroy(&rw), 0);
+}
+
 int main(void)
 {
     watchdog(60);
@@ -538,5 +611,6 @@ int main(void)
     test_mutex();
     test_countdown();
     test_latch_barrier();
+    test_rwlock();
     return check_done();
 }

@@ -168,14 +168,14 @@ typedef struct sqf_rwlock {
 #define SQF_RWLOCK_MAX_READERS 16383u
 
 /* State word bits (the full table is above); not for direct use. */
-#define SQF_RWLOCK_WRITER_   1u
-#define SQF_RWLOCK_HANDOFF_  2u
-#define SQF_RWLOCK_WSLEEP_   4u
-#define SQF_RWLOCK_PHASE_    8u
-#define SQF_RWLOCK_PENDING_  (1u << 4)       /* one waiting reader */
-#define SQF_RWLOCK_PMASK_    (0x3fffu << 4)  /* all of PENDING */
-#define SQF_RWLOCK_READER_   (1u << 18)      /* one holding reader */
-#define SQF_RWLOCK_RFULL_    (SQF_RWLOCK_MAX_READERS << 18)
+#define SQF_RWLOCK_WRITER_  1u
+#define SQF_RWLOCK_HANDOFF_ 2u
+#define SQF_RWLOCK_WSLEEP_  4u
+#define SQF_RWLOCK_PHASE_   8u
+#define SQF_RWLOCK_PENDING_ (1u << 4)      /* one waiting reader */
+#define SQF_RWLOCK_PMASK_   (0x3fffu << 4) /* all of PENDING */
+#define SQF_RWLOCK_READER_  (1u << 18)     /* one holding reader */
+#define SQF_RWLOCK_RFULL_   (SQF_RWLOCK_MAX_READERS << 18)
 
 /** Initialise *l unlocked.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
  *  only for SQF_SHARED or to reuse memory; zeroed memory is a valid lock.
@@ -187,6 +187,20 @@ SQF_API int sqf_rwlock_init(sqf_rwlock *l, unsigned flags);
 SQF_API int sqf_rwlock_destroy(sqf_rwlock *l);
 
 /* Out-of-line halves of the inline functions below; not for direct use. */
+struct sqf_cancel;
+
+/** As sqf_rwlock_timedrdlock / sqf_rwlock_timedwrlock, and give up with
+ *  ECANCELED when `cancel` (may be NULL) or an ancestor is cancelled or past
+ *  its deadline (see cancel.h), leaving as a time-out does: a writer that
+ *  had taken the turn gives it up and lets the readers behind it in, and
+ *  no hand-off meant for another thread is consumed.  A lock that can be
+ *  taken without waiting is taken whatever the token says.
+ *  Errors: as the timed forms, plus ECANCELED, ENOTSUP. */
+SQF_API int sqf_rwlock_rdlock_until(sqf_rwlock *l, sqf_deadline deadline,
+                                    const struct sqf_cancel *cancel);
+SQF_API int sqf_rwlock_wrlock_until(sqf_rwlock *l, sqf_deadline deadline,
+                                    const struct sqf_cancel *cancel);
+
 SQF_API int sqf_rwlock_rdlock_slow_(sqf_rwlock *l, sqf_deadline deadline);
 SQF_API int sqf_rwlock_tryrdlock_slow_(sqf_rwlock *l);
 SQF_API int sqf_rwlock_rdunlock_slow_(sqf_rwlock *l);
