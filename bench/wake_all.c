@@ -100,6 +100,8 @@
 #if defined(__has_include) && !defined(WA_NO_SQF_LATCH)
 #if __has_include(<squarefree/latch.h>)
 #include <squarefree/latch.h>
+
+#include "machine.h"
 #define WA_HAVE_SQF_LATCH 1
 #endif
 #endif
@@ -654,47 +656,6 @@ static void stats(const double *v, int n, double *median, double *min, double *m
     *median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
     *min = s[0];
     *max = s[n - 1];
-}
-
-static void cpu_model(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            const char *p = strchr(line, ':');
-            if (p) {
-                p++;
-                while (*p == ' ' || *p == '\t')
-                    p++;
-                snprintf(buf, len, "%s", p);
-                buf[strcspn(buf, "\n")] = 0;
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
-static int ncpus(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
-static const char *compiler(void)
-{
-#if defined(__clang__)
-    return "clang " __clang_version__;
-#elif defined(__GNUC__)
-    return "gcc " __VERSION__;
-#else
-    return "unknown compiler";
-#endif
 }
 
 /* Results: ns[v][point][run]; nok = runs within the limit; over = hit it. */
