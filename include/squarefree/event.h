@@ -40,8 +40,9 @@
  * Wake-ups: set wakes all sleepers with one FUTEX_WAKE (portable backend: one
  * call that signals each in turn), and makes no system call when nobody
  * sleeps.  Setting is never slowed by the number of waiters, and after the
- * wake-up the setter never touches the event again, so a woken waiter may
- * destroy and free it at once.
+ * wake-up the setter never touches the event again: once sqf_event_destroy
+ * returns 0 (every waiter has left), the memory may be freed, even while
+ * the setter is still returning from its call.
  *
  * State words (invariants):
  *   word     bit 0 SET: the event is set.
