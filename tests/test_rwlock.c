@@ -226,7 +226,7 @@ static void test_basic(void)
     sqf_deadline t0 = sqf_now();
     CHECK_EQ(sqf_rwlock_timedwrlock(&l, t0 + 30 * SQF_MS), ETIMEDOUT);
     CHECK(sqf_now() - t0 >= 30 * SQF_MS);
-    CHECK_EQ(state_of(&l), 2 * R_UNIT); /* it took the turn, then gave it up */
+    CHECK_EQ(state_of(&l), 2 * R_UNIT);                     /* it took the turn, then gave it up */
     CHECK_EQ(sqf_rwlock_timedrdlock(&l, sqf_now() - 1), 0); /* free for readers: past deadline ok */
     CHECK_EQ(sqf_rwlock_rdunlock(&l), 0);
     CHECK_EQ(sqf_rwlock_rdunlock(&l), 0);
