@@ -1,0 +1,243 @@
+/* main.c: sqbench's command line, the experiment registry and `report`.
+ *
+ *   sqbench report [--quick] [options]   every experiment, short with --quick
+ *   sqbench EXPERIMENT... [options]      s1..s5, c1, c2, u1, w1, o1, or a
+ *                                        family: square, contention
+ *   sqbench list                         the experiments
+ *
+ * Run `sqbench --help` for the options. */
+#include <errno.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../machine.h"
+#include "sqbench.h"
+
+extern char **environ;
+
+struct sb_opts sb;
+
+struct experiment {
+    const char *id, *family, *title;
+    int (*run)(void);
+};
+
+/* The order of `report`: cheapest and most basic first.  S6 and S7
+ * (process-shared) slot in after S5 once process-shared support exists. */
+static const struct experiment experiments[] = {
+    {"u1", "costs", "uncontended costs (ns and instructions per operation)", sb_run_u1},
+    {"s1", "square", "start n threads", sb_run_s1},
+    {"s2", "square", "serialise n threads through one mutex", sb_run_s2},
+    {"s3", "square", "notify n-1 threads through a semaphore", sb_run_s3},
+    {"s4", "square", "wake n threads with one event", sb_run_s4},
+    {"s5", "square", "n threads pass a barrier 10 times", sb_run_s5},
+    {"w1", "wake", "wake-all latency of k sleeping waiters", sb_run_w1},
+    {"c1", "contention", "lock contention against hold fraction (Preshing)", sb_run_c1},
+    {"c2", "contention", "lock contention against lock frequency", sb_run_c2},
+    {"o1", "oversubscription", "throughput and fairness, 1-256 threads", sb_run_o1},
+};
+#define NEXP ((int)(sizeof experiments / sizeof experiments[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: sqbench report [--quick] [OPTIONS]\n"
+        "       sqbench EXPERIMENT... [OPTIONS]   (see `sqbench list`)\n"
+        "options:\n"
+        "  --quick           short version of every experiment (report: under 3 min on 2 cores)\n"
+        "  --runs N          runs per data point, median reported (default 5, at least 5)\n"
+        "  --limit SEC       time limit of one run of one data point (default 30, quick 5)\n"
+        "  --duration SEC    length of one timed run in C1, C2, O1 (default per experiment)\n"
+        "  --n LIST          thread counts of S1-S5 (default 100,200,400,800,1600;\n"
+        "                    quick 100,200,400,800), waiter counts k of W1\n"
+        "  --threads LIST    thread counts of C1 (default 1,2,4,8) and O1 (1,2,4,...,256)\n"
+        "  --csv DIR         write every raw run to DIR/sqbench.csv and draw plots there\n"
+        "  --json FILE       write every raw run and verdict to FILE\n"
+        "  --no-plots        with --csv, do not draw plots\n"
+        "  --no-callgrind    U1 without instruction counts\n"
+        "LIST is comma-separated, e.g. 100,200,400.\n"
+        "Exit status: 0 done (targets met or not), 1 usage error, 2 run-time failure.\n");
+}
+
+static void list(void)
+{
+    for (int i = 0; i < NEXP; i++)
+        printf("%-4s %-17s %s\n", experiments[i].id, experiments[i].family, experiments[i].title);
+}
+
+static _Noreturn void usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "sqbench: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see sqbench --help)\n");
+    exit(1);
+}
+
+static double parse_seconds(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s ? s : "", &end);
+    if (!s || !*s || *end || errno || !(v > 0 && v <= 86400))
+        usage_error("%s needs a number of seconds in (0, 86400]", opt);
+    return v;
+}
+
+static void head(int argc, char **argv)
+{
+    char cpu[256];
+    struct utsname u;
+    cpu_model(cpu, sizeof cpu);
+    printf("sqbench: squarefree against pthreads and peers\n");
+    printf("  command : ");
+    for (int i = 0; i < argc; i++)
+        printf("%s%s", i ? " " : "", argv[i]);
+    printf("\n  machine : %s, %d CPUs online to this process\n", cpu, ncpus());
+    if (uname(&u) == 0) printf("  kernel  : %s %s %s\n", u.sysname, u.release, u.machine);
+    printf("  compiler: %s\n", compiler());
+    time_t t = time(NULL);
+    char date[64];
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    printf("  date    : %s\n", date);
+    printf("  settings: %s, %d runs per point (median [min-max]), limit %.0f s per run\n",
+           sb.quick ? "quick" : "full", sb.runs, sb.limit_s);
+    printf("  Figures are only as quiet as the machine: run it with nothing else busy.\n");
+    fflush(stdout);
+}
+
+static void draw_plots(const char *dir)
+{
+    const char *py = getenv("SQBENCH_PYTHON");
+    const char *script = getenv("SQBENCH_PLOT");
+    if (!py) py = "/usr/bin/python3"; /* Debian's python3-matplotlib lives here */
+#ifdef SQB_PLOT_SCRIPT
+    if (!script) script = SQB_PLOT_SCRIPT;
+#endif
+    if (!script || access(script, R_OK) != 0) {
+        fprintf(stderr, "sqbench: plots not drawn: plot script %s not found (set SQBENCH_PLOT)\n",
+                script ? script : "(none)");
+        return;
+    }
+    char *args[] = {(char *)py, (char *)script, (char *)dir, NULL};
+    pid_t pid;
+    int e = posix_spawn(&pid, py, NULL, NULL, args, environ);
+    if (e) {
+        fprintf(stderr, "sqbench: plots not drawn: cannot run %s: %s\n", py, strerror(e));
+        return;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fprintf(stderr,
+                "sqbench: plots not drawn: %s %s failed (is python3-matplotlib installed?)\n", py,
+                script);
+    else
+        printf("  plots   : %s/*.png, *.svg\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+    int selected[NEXP] = {0}, nsel = 0, report = 0;
+    sb.runs = 5;
+    sb.limit_s = 0;
+    sb.plots = 1;
+    sb.callgrind = 1;
+    sb.self = argv[0];
+
+    if (argc >= 2 && strcmp(argv[1], "u1-inner") == 0) return sb_u1_inner(argc - 2, argv + 2);
+
+    char err[256];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "list") == 0) {
+            list();
+            return 0;
+        } else if (strcmp(a, "--quick") == 0) {
+            sb.quick = 1;
+        } else if (strcmp(a, "--runs") == 0) {
+            int v[1];
+            if (!next || sb_parse_list(next, v, 1, 5, 1000, err, sizeof err) != 1)
+                usage_error("--runs needs a number from 5 to 1000, not '%s'", next ? next : "");
+            sb.runs = v[0];
+            i++;
+        } else if (strcmp(a, "--limit") == 0) {
+            sb.limit_s = parse_seconds(a, next);
+            i++;
+        } else if (strcmp(a, "--duration") == 0) {
+            sb.duration_s = parse_seconds(a, next);
+            i++;
+        } else if (strcmp(a, "--n") == 0) {
+            sb.nn = sb_parse_list(next, sb.n, SB_MAX_LIST, 1, 100000, err, sizeof err);
+            if (sb.nn < 0) usage_error("--n: %s", err);
+            i++;
+        } else if (strcmp(a, "--threads") == 0) {
+            sb.nthreads = sb_parse_list(next, sb.threads, SB_MAX_LIST, 1, 100000, err, sizeof err);
+            if (sb.nthreads < 0) usage_error("--threads: %s", err);
+            i++;
+        } else if (strcmp(a, "--csv") == 0) {
+            if (!next || !*next) usage_error("%s needs a folder", a);
+            sb.csv_dir = next;
+            i++;
+        } else if (strcmp(a, "--json") == 0) {
+            if (!next || !*next) usage_error("%s needs a file name", a);
+            sb.json_path = next;
+            i++;
+        } else if (strcmp(a, "--no-plots") == 0) {
+            sb.plots = 0;
+        } else if (strcmp(a, "--no-callgrind") == 0) {
+            sb.callgrind = 0;
+        } else if (a[0] == '-') {
+            usage_error("unknown option '%s'", a);
+        } else if (strcmp(a, "report") == 0) {
+            report = 1;
+        } else {
+            int found = 0;
+            for (int e = 0; e < NEXP; e++)
+                if (strcasecmp(a, experiments[e].id) == 0 ||
+                    strcasecmp(a, experiments[e].family) == 0) {
+                    nsel += !selected[e];
+                    selected[e] = 1;
+                    found = 1;
+                }
+            if (!found) usage_error("unknown experiment '%s' (sqbench list shows them)", a);
+        }
+    }
+    if (report) {
+        for (int e = 0; e < NEXP; e++)
+            selected[e] = 1;
+        nsel = NEXP;
+    }
+    if (nsel == 0) {
+        usage(stderr);
+        return 1;
+    }
+    if (sb.limit_s == 0) sb.limit_s = sb.quick ? 5 : 30;
+
+    sb_output_prepare();
+    head(argc, argv);
+    int64_t t0 = sb_now_ns();
+    for (int e = 0; e < NEXP; e++) {
+        if (!selected[e]) continue;
+        if (experiments[e].run() != 0) sb_fail("%s failed", experiments[e].id);
+    }
+    sb_print_verdicts();
+    printf("  total time: %.0f s\n", (double)(sb_now_ns() - t0) / 1e9);
+    char csv[4300];
+    sb_output_finish(csv, sizeof csv);
+    if (csv[0]) printf("  raw runs: %s\n", csv);
+    if (sb.json_path) printf("  raw runs: %s\n", sb.json_path);
+    if (csv[0] && sb.plots) draw_plots(sb.csv_dir);
+    return 0;
+}
