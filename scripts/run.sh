@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # run.sh: build squarefree (Release, gcc) into out/release and run the main
-# job.  Installs its Debian packages first (scripts/deps.sh).
+# job, `sqbench report`.  Installs its Debian packages first (scripts/deps.sh).
 #
-#   scripts/run.sh [ARGS...]     ARGS go to the main job
+#   scripts/run.sh                 sqbench report --quick --csv out/report
+#   scripts/run.sh ARGS...         sqbench ARGS...   (e.g. `report`, `s2 --n 100,1600`)
 #
-# The main job is, for now, two benchmarks: the uncontended lock+unlock
-# microbenchmark bench/mutex_pair (BENCHMARKS.md U1, subset), then the
-# wake-all latency bench/wake_all (W1); `sqbench report` replaces them once
-# it exists.  ARGS go to mutex_pair.  Example: scripts/run.sh --csv out/mutex_pair.csv
+# The quick report takes under 3 minutes on 2 cores; `scripts/run.sh report
+# --csv out/full` is the full one (much longer: O1 alone runs 1 s per point).
+# Raw runs go to out/report/sqbench.csv, plots next to it (PNG and SVG).
 #
 # Environment: SQF_JOBS (default 2) sets build parallelism.
 # The numbers are only as quiet as the machine: do not run it while other
@@ -22,14 +22,13 @@ JOBS=${SQF_JOBS:-2}
 bash "$ROOT/scripts/deps.sh"
 
 echo "== run.sh: building Release (gcc) in out/release"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release \
-    -DSQF_BUILD_TESTS=OFF -DSQF_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build "$BUILD" -j "$JOBS"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
+    -DCMAKE_BUILD_TYPE=Release -DSQF_BUILD_TESTS=OFF -DSQF_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$BUILD" -j "$JOBS" --target sqbench
 
-echo "== run.sh: main job 1/2: bench/mutex_pair $*"
+if [ $# -eq 0 ]; then
+    set -- report --quick --csv "$ROOT/out/report"
+fi
+echo "== run.sh: bench/sqbench $*"
 echo
-"$BUILD/bench/mutex_pair" "$@"
-echo
-echo "== run.sh: main job 2/2: bench/wake_all"
-echo
-exec "$BUILD/bench/wake_all"
+exec "$BUILD/bench/sqbench" "$@"
