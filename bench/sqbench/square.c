@@ -685,7 +685,7 @@ static void s_verdict_exponents(const char *exp, const struct s_variant *v,
 {
     for (int j = 0; j < r->nv; j++) {
         if (!v[j].sqf || !v[j].built || strcmp(v[j].name, "sqf-mutex") == 0) continue;
-        sb_verdict(exp, r->k[j] <= 1.10, "%s exponent %.2f (target <= 1.10)", v[j].name, r->k[j]);
+        sb_verdict(exp, r->k[j] <= 1.10, "%s exponent %.3f (target <= 1.10)", v[j].name, r->k[j]);
     }
 }
 
@@ -763,12 +763,12 @@ int sb_run_s2(void)
     int nmax = r.n[r.nn - 1];
     double seed = s_last(&r, 0), pth = s_last(&r, 1), sqf = s_last(&r, 2), comb = s_last(&r, 3),
            plain = s_last(&r, 4);
-    sb_verdict("S2", r.k[3] <= 1.10, "sqf-combine exponent %.2f (target <= 1.10; seed %.2f)",
+    sb_verdict("S2", r.k[3] <= 1.10, "sqf-combine exponent %.3f (target <= 1.10; seed %.2f)",
                r.k[3], r.k[0]);
     sb_verdict("S2", seed / comb >= 10,
                "sqf-combine %.1fx faster than the seed's pthread code at n=%d (target >= 10x)",
                seed / comb, nmax);
-    sb_verdict("S2", r.k[2] <= 1.10, "sqf (countdown, n unknown) exponent %.2f (target <= 1.10)",
+    sb_verdict("S2", r.k[2] <= 1.10, "sqf (countdown, n unknown) exponent %.3f (target <= 1.10)",
                r.k[2]);
     sb_verdict("S2", sqf <= pth,
                "sqf %.4f s vs the pthread_barrier idiom (needs n) %.4f s at n=%d = %.2fx "
