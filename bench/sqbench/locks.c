@@ -1,16 +1,177 @@
-/* locks.c: placeholder until the lock table lands. */
-#include <stddef.h>
+/* locks.c: the vtable of every lock sqbench compares (see locks.h).
+ *
+ * Each lock object gets 128 bytes of its own, 128-byte aligned, so that no
+ * other data shares its cache line or the adjacent line the prefetcher
+ * pulls in with it: a contended lock's line moves between CPUs alone. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <squarefree/mutex.h>
+
+#ifdef SQB_HAVE_CK
+#include <ck_spinlock.h>
+#endif
+
 #include "locks.h"
-const struct sb_lock_kind sb_locks[1];
-const int sb_nlocks = 0;
+#include "sqbench.h"
+
+#define LOCK_BYTES 128
+
+static void *lock_alloc(void)
+{
+    void *p = aligned_alloc(LOCK_BYTES, LOCK_BYTES);
+    if (p) memset(p, 0, LOCK_BYTES);
+    return p;
+}
+
+static void lock_free(void *l)
+{
+    free(l);
+}
+
+/* A lock call that fails is a bug in the benchmark or the lock: stop. */
+static void check(int e, const char *what)
+{
+    if (e) sb_fail("%s failed: %s", what, strerror(e));
+}
+
+/* --- pthread_mutex_t, default and adaptive --------------------------------- */
+
+static void *pt_create_type(int type)
+{
+    pthread_mutex_t *m = lock_alloc();
+    pthread_mutexattr_t a;
+    if (!m) return NULL;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, type);
+    int e = pthread_mutex_init(m, &a);
+    pthread_mutexattr_destroy(&a);
+    if (e) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static void *pt_create(void)
+{
+    return pt_create_type(PTHREAD_MUTEX_DEFAULT);
+}
+
+static void *pta_create(void)
+{
+    return pt_create_type(PTHREAD_MUTEX_ADAPTIVE_NP);
+}
+
+static void pt_destroy(void *l)
+{
+    pthread_mutex_destroy(l);
+    free(l);
+}
+
+static void pt_lock(void *l, void *node)
+{
+    (void)node;
+    check(pthread_mutex_lock(l), "pthread_mutex_lock");
+}
+
+static void pt_unlock(void *l, void *node)
+{
+    (void)node;
+    check(pthread_mutex_unlock(l), "pthread_mutex_unlock");
+}
+
+static int pt_trylock(void *l, void *node)
+{
+    (void)node;
+    return pthread_mutex_trylock(l);
+}
+
+/* --- TTAS spinlock ---------------------------------------------------------- */
+
+static void ttas_lock(void *l, void *node)
+{
+    (void)node;
+    sb_ttas_lock(l);
+}
+
+static void ttas_unlock(void *l, void *node)
+{
+    (void)node;
+    sb_ttas_unlock(l);
+}
+
+static int ttas_trylock(void *l, void *node)
+{
+    (void)node;
+    return sb_ttas_trylock(l);
+}
+
+/* --- Concurrency Kit MCS ------------------------------------------------------
+ * The lock is the queue's tail pointer; each thread brings its own node. */
+#ifdef SQB_HAVE_CK
+static void mcs_lock(void *l, void *node)
+{
+    ck_spinlock_mcs_lock(l, node);
+}
+
+static void mcs_unlock(void *l, void *node)
+{
+    ck_spinlock_mcs_unlock(l, node);
+}
+
+static int mcs_trylock(void *l, void *node)
+{
+    return !ck_spinlock_mcs_trylock(l, node);
+}
+#endif
+
+/* --- sqf_mutex ----------------------------------------------------------------- */
+
+static void sqf_lock(void *l, void *node)
+{
+    (void)node;
+    check(sqf_mutex_lock(l), "sqf_mutex_lock");
+}
+
+static void sqf_unlock(void *l, void *node)
+{
+    (void)node;
+    check(sqf_mutex_unlock(l), "sqf_mutex_unlock");
+}
+
+static int sqf_trylock(void *l, void *node)
+{
+    (void)node;
+    return sqf_mutex_trylock(l);
+}
+
+const struct sb_lock_kind sb_locks[] = {
+    {"pthread", 0, 0, pt_create, pt_destroy, pt_lock, pt_unlock, pt_trylock},
+    {"pthread-adaptive", 0, 0, pta_create, pt_destroy, pt_lock, pt_unlock, pt_trylock},
+    {"ttas", 1, 0, lock_alloc, lock_free, ttas_lock, ttas_unlock, ttas_trylock},
+#ifdef SQB_HAVE_CK
+    {"ck-mcs", 1, sizeof(struct ck_spinlock_mcs), lock_alloc, lock_free, mcs_lock, mcs_unlock,
+     mcs_trylock},
+#endif
+    {"sqf", 0, 0, lock_alloc, lock_free, sqf_lock, sqf_unlock, sqf_trylock},
+};
+const int sb_nlocks = (int)(sizeof sb_locks / sizeof sb_locks[0]);
+
 const struct sb_lock_kind *sb_lock_find(const char *name)
 {
-    (void)name;
+    for (int i = 0; i < sb_nlocks; i++)
+        if (strcmp(sb_locks[i].name, name) == 0) return &sb_locks[i];
     return NULL;
 }
+
 void *sb_lock_node(const struct sb_lock_kind *k)
 {
-    (void)k;
-    return NULL;
+    if (k->node_size == 0) return NULL;
+    void *p = aligned_alloc(LOCK_BYTES, LOCK_BYTES);
+    if (!p) sb_fail("out of memory for a lock node");
+    memset(p, 0, LOCK_BYTES);
+    return p;
 }

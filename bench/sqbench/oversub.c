@@ -1,7 +1,221 @@
-/* oversub.c: placeholder until the experiment lands. */
+/* oversub.c: O1, throughput and fairness of one lock as threads go from 1
+ * to 256 on this machine's few CPUs (BENCHMARKS.md "O1").
+ *
+ * Every thread loops on: lock, increment a shared counter (the tiny
+ * critical section), unlock; nothing outside the lock.  Per point: total
+ * acquisitions per second, and fairness over the per-thread acquisition
+ * counts: Jain's index and the least and most any thread got.  A barging
+ * lock can keep its throughput while starving threads; only the fairness
+ * columns show that.
+ *
+ * The shared counter also checks the lock: after a run it must equal the
+ * sum of every thread's acquisitions, or mutual exclusion broke (the
+ * program then stops with an error). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "locks.h"
 #include "sqbench.h"
+
+#define O_MAX_RUNS  1000
+#define O_MAX_LOCKS 8
+
+static const int o_default_threads[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+
+static struct {
+    long long counter __attribute__((aligned(128)));
+} o_shared;
+
+struct o_worker {
+    const struct sb_lock_kind *k;
+    void *lock;
+    long long counted; /* acquisitions inside the measured interval */
+    long long all;     /* every acquisition, for the exclusion check */
+} __attribute__((aligned(128)));
+
+static void *o_thread(void *arg)
+{
+    struct o_worker *w = arg;
+    void *node = sb_lock_node(w->k);
+    long long n = 0, all = 0;
+    sb_timed_begin();
+    for (;;) {
+        w->k->lock(w->lock, node);
+        o_shared.counter++;
+        w->k->unlock(w->lock, node);
+        all++;
+        if (sb_timed_stop()) break; /* ended after the interval: not counted */
+        n++;
+    }
+    free(node);
+    w->counted = n;
+    w->all = all;
+    return NULL;
+}
+
+struct o_point {
+    double mops[O_MAX_RUNS], jain[O_MAX_RUNS];
+    long long min, max; /* least and most per thread over all runs */
+    int starved;        /* runs in which some thread got nothing */
+    int slow;           /* a run took longer than the drain limit to stop */
+    int skipped;        /* not run: a smaller thread count was slow */
+};
+static struct o_point o_res[O_MAX_LOCKS][SB_MAX_LIST];
+
+static void o_run(int j, int t, int n, int run, double secs)
+{
+    const struct sb_lock_kind *k = &sb_locks[j];
+    static struct o_worker w[1024];
+    static double acq[1024];
+    char what[64];
+    snprintf(what, sizeof what, "O1 %s threads=%d", k->name, n);
+    void *lock = k->create();
+    if (!lock) sb_fail("%s: cannot create the lock", what);
+    o_shared.counter = 0;
+    for (int i = 0; i < n; i++)
+        w[i] = (struct o_worker){k, lock, 0, 0};
+    int64_t ns = sb_timed_run(n, o_thread, w, sizeof w[0], secs, what);
+    k->destroy(lock);
+    long long total = 0, all = 0, mn = -1, mx = 0;
+    for (int i = 0; i < n; i++) {
+        total += w[i].counted;
+        all += w[i].all;
+        acq[i] = (double)w[i].counted;
+        mn = mn < 0 || w[i].counted < mn ? w[i].counted : mn;
+        mx = w[i].counted > mx ? w[i].counted : mx;
+    }
+    if (all != o_shared.counter)
+        sb_fail("%s: the counter says %lld acquisitions, the threads %lld: mutual exclusion broke",
+                what, o_shared.counter, all);
+    struct o_point *p = &o_res[j][t];
+    p->mops[run] = (double)total * 1e3 / (double)ns;
+    p->jain[run] = n == 1 ? 1.0 : sb_jain(acq, n);
+    if (run == 0 || mn < p->min) p->min = mn;
+    if (run == 0 || mx > p->max) p->max = mx;
+    p->starved += mn == 0;
+    sb_record("O1", k->name, n, n, run, "mops", p->mops[run], "ok");
+    sb_record("O1", k->name, n, n, run, "jain", p->jain[run], "ok");
+    sb_record("O1", k->name, n, n, run, "min_acq", (double)mn, "ok");
+    sb_record("O1", k->name, n, n, run, "max_acq", (double)mx, "ok");
+}
+
+static int o_lock_index(const char *name)
+{
+    for (int j = 0; j < sb_nlocks; j++)
+        if (strcmp(sb_locks[j].name, name) == 0) return j;
+    return -1;
+}
+
 int sb_run_o1(void)
 {
-    sb_heading("O1", "not implemented yet");
+    sb_heading("O1", "oversubscription: a tiny critical section, 1 to 256 threads");
+    int nt, th[SB_MAX_LIST];
+    if (sb.nthreads) {
+        nt = sb.nthreads;
+        memcpy(th, sb.threads, sizeof(int) * (size_t)nt);
+    } else {
+        nt = (int)(sizeof o_default_threads / sizeof o_default_threads[0]);
+        memcpy(th, o_default_threads, sizeof o_default_threads);
+    }
+    for (int t = 0; t < nt; t++)
+        if (th[t] > 1024) sb_fail("O1: at most 1024 threads (--threads)");
+    double secs = sb.duration_s > 0 ? sb.duration_s : sb.quick ? 0.15 : 1.0;
+    /* After the stop flag every thread must still get the lock once to
+     * leave; a queue spinlock with preempted waiters can take minutes for
+     * that at 256 threads.  A run that takes longer than this to stop has
+     * shown its collapse: larger counts of that lock are skipped. */
+    double drain = sb.quick ? 1.0 : 5.0;
+    sb_note("%.3g s per run; acquisitions counted per thread; a lock whose run needs more than "
+            "%.0f s to stop is not run at larger thread counts",
+            secs, drain);
+    memset(o_res, 0, sizeof o_res);
+    sb_progress_begin("O1", (long)sb.runs * nt * sb_nlocks);
+    for (int run = 0; run < sb.runs; run++)
+        for (int t = 0; t < nt; t++)
+            for (int j = 0; j < sb_nlocks; j++) {
+                if (t > 0 && o_res[j][t - 1].slow) {
+                    /* A smaller count already took too long to stop. */
+                    o_res[j][t].slow = o_res[j][t].skipped = 1;
+                    o_res[j][t].mops[run] = o_res[j][t].jain[run] = NAN;
+                    sb_record("O1", sb_locks[j].name, th[t], th[t], run, "mops", NAN, "skipped");
+                } else {
+                    int64_t t0 = sb_now_ns();
+                    o_run(j, t, th[t], run, secs);
+                    if ((double)(sb_now_ns() - t0) / 1e9 > secs + drain) o_res[j][t].slow = 1;
+                }
+                sb_progress_step();
+            }
+    sb_progress_end();
+
+    printf("  throughput, million acquisitions per second: median [min-max] of %d runs\n", sb.runs);
+    printf("  %7s", "threads");
+    for (int j = 0; j < sb_nlocks; j++)
+        printf(" | %-19s", sb_locks[j].name);
+    printf("\n");
+    for (int t = 0; t < nt; t++) {
+        printf("  %7d", th[t]);
+        for (int j = 0; j < sb_nlocks; j++) {
+            char c[48];
+            struct sb_sum s = sb_summarize(o_res[j][t].mops, sb.runs);
+            if (o_res[j][t].skipped)
+                snprintf(c, sizeof c, "skipped (too slow)");
+            else
+                snprintf(c, sizeof c, "%.2f [%.2f-%.2f]", s.med, s.min, s.max);
+            printf(" | %-19s", c);
+        }
+        printf("\n");
+    }
+    printf("\n  fairness: Jain's index (median of runs), least/most acquisitions of one thread in\n"
+           "  one run (over all runs); * = some thread got none in some run\n");
+    printf("  %7s", "threads");
+    for (int j = 0; j < sb_nlocks; j++)
+        printf(" | %-19s", sb_locks[j].name);
+    printf("\n");
+    for (int t = 0; t < nt; t++) {
+        printf("  %7d", th[t]);
+        for (int j = 0; j < sb_nlocks; j++) {
+            char c[64];
+            const struct o_point *p = &o_res[j][t];
+            if (p->skipped)
+                snprintf(c, sizeof c, "-");
+            else
+                snprintf(c, sizeof c, "%.2f %lld/%lld%s", sb_summarize(p->jain, sb.runs).med,
+                         p->min, p->max, p->starved ? "*" : "");
+            printf(" | %-19s", c);
+        }
+        printf("\n");
+    }
+
+    int sqf = o_lock_index("sqf"), pt = o_lock_index("pthread");
+    double worst_hi = INFINITY, worst_lo = INFINITY, worst_j = INFINITY;
+    int at_hi = 0, at_lo = 0, at_j = 0, starved = 0, nhi = 0, nlo = 0;
+    for (int t = 0; t < nt; t++) {
+        double r = sb_summarize(o_res[sqf][t].mops, sb.runs).med /
+                   sb_summarize(o_res[pt][t].mops, sb.runs).med;
+        double jn = sb_summarize(o_res[sqf][t].jain, sb.runs).med;
+        if (th[t] >= 16 && th[t] <= 256) {
+            nhi++;
+            if (r < worst_hi) worst_hi = r, at_hi = th[t];
+        }
+        if (th[t] >= 2 && th[t] <= 4) {
+            nlo++;
+            if (r < worst_lo) worst_lo = r, at_lo = th[t];
+        }
+        if (jn < worst_j) worst_j = jn, at_j = th[t];
+        starved += o_res[sqf][t].starved;
+    }
+    if (nhi)
+        sb_verdict("O1", worst_hi >= 1.5,
+                   "sqf throughput >= 1.5x pthread's at 16-256 threads: worst %.2fx at %d",
+                   worst_hi, at_hi);
+    if (nlo)
+        sb_verdict("O1", worst_lo >= 0.9,
+                   "sqf throughput >= 0.9x pthread's at 2-4 threads: worst %.2fx at %d", worst_lo,
+                   at_lo);
+    sb_verdict("O1", worst_j >= 0.9 && !starved,
+               "sqf fair: Jain's index >= 0.9 at every thread count (worst %.2f at %d) and every "
+               "thread progressing (%d runs with a starved thread)",
+               worst_j, at_j, starved);
     return 0;
 }

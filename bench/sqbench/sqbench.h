@@ -102,6 +102,21 @@ int sb_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
 /* Pin nothing, but yield: the seed's "work" (time.sleep(0)). */
 void sb_work(void);
 
+/* Timed runs (timed.c, C1, C2, O1): start n threads on fn(args + i*stride),
+ * release them together, sleep `seconds`, raise the stop flag and join them;
+ * returns the ns between release and stop.  Each worker calls
+ * sb_timed_begin() first and stops once sb_timed_stop() is true, counting
+ * only operations that ended before it saw the flag. */
+#include <stdatomic.h>
+extern atomic_int sb_timed_stop_flag;
+static inline int sb_timed_stop(void)
+{
+    return atomic_load_explicit(&sb_timed_stop_flag, memory_order_relaxed);
+}
+void sb_timed_begin(void);
+int64_t sb_timed_run(int n, void *(*fn)(void *), void *args, size_t stride, double seconds,
+                     const char *what);
+
 /* --- the experiments ----------------------------------------------------------- */
 /* Each returns 0 on success (targets missed are still success). */
 int sb_run_s1(void);
