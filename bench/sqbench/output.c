@@ -94,11 +94,14 @@ void sb_note(const char *fmt, ...)
     fflush(stdout);
 }
 
+static int progress_visible(void);
+
 void sb_fail(const char *fmt, ...)
 {
     va_list ap;
     fflush(stdout);
-    fprintf(stderr, "\nsqbench: ");
+    /* Start on a fresh line if a progress line is on the terminal. */
+    fprintf(stderr, "%ssqbench: ", progress_visible() ? "\n" : "");
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -121,6 +124,11 @@ static struct {
     int64_t start, last;
     int shown;
 } prog;
+
+static int progress_visible(void)
+{
+    return prog.shown && isatty(2);
+}
 
 void sb_progress_begin(const char *exp, long steps)
 {

@@ -90,7 +90,8 @@ static void o_run(int j, int t, int n, int run, double secs)
                 what, o_shared.counter, all);
     struct o_point *p = &o_res[j][t];
     p->mops[run] = (double)total * 1e3 / (double)ns;
-    p->jain[run] = n == 1 ? 1.0 : sb_jain(acq, n);
+    /* Nobody got the lock inside the interval: the least fair outcome. */
+    p->jain[run] = total == 0 ? 0.0 : n == 1 ? 1.0 : sb_jain(acq, n);
     if (run == 0 || mn < p->min) p->min = mn;
     if (run == 0 || mx > p->max) p->max = mx;
     p->starved += mn == 0;

@@ -63,7 +63,7 @@ int sb_parse_list(const char *s, int *out, int max, long lo, long hi, char *err,
 /* One raw measurement.  exp: "S2"; variant: "sqf-combine"; threads: threads
  * used; x: the swept parameter (n, k, h in %, interval in ns...); run: 0-based
  * run number; metric: "seconds", "parallelism", "ns_per_op", ...; status:
- * "ok", "limit" (the run hit the time limit; value is the limit) or
+ * "ok", "limit" (the run hit the time limit; value is the time it took) or
  * "skipped" (not run because a smaller point of the same variant hit it). */
 void sb_record(const char *exp, const char *variant, int threads, double x, int run,
                const char *metric, double value, const char *status);

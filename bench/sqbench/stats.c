@@ -46,7 +46,8 @@ double sb_exponent(const double *x, const double *y, int n)
     }
     if (m < 2) return NAN;
     double d = m * sxx - sx * sx;
-    if (d == 0) return NAN;
+    /* All x equal (up to rounding): no slope to fit. */
+    if (!(d > 1e-12 * m * sxx) && !(sxx == 0 && d > 0)) return NAN;
     return (m * sxy - sx * sy) / d;
 }
 
