@@ -28,8 +28,10 @@ static bool try_take(sqf_word *w)
 
 /* Spin for a bounded time while the lock is held, hoping its holder (running
  * on another CPU) releases it soon.  At most spinner_cap() threads spin at
- * once, so spinning never takes every CPU from the threads doing work. */
-static bool spin_acquire(sqf_word *w, sqf_deadline deadline)
+ * once, so spinning never takes every CPU from the threads doing work.
+ * `extra` is set with LOCKED on success: PARKED for a thread that has slept
+ * (see lock_sleep), which also stops at a hand-off, as it may take that. */
+static bool spin_acquire(sqf_word *w, sqf_deadline deadline, uint32_t extra)
 {
     int cap = spinner_cap();
     uint32_t s = at_load(&spinners, RLX);
@@ -46,8 +48,9 @@ static bool spin_acquire(sqf_word *w, sqf_deadline deadline)
         /* Sleepers older than the starvation bound get the lock next:
          * spinning for it would be wasted. */
         if (v & MU_STARVING) break;
+        if (extra && (v & MU_HANDOFF)) break;
         if (!(v & MU_LOCKED)) {
-            if (at_cas(w, &v, v | MU_LOCKED, ACQ)) {
+            if (at_cas(w, &v, v | MU_LOCKED | extra, ACQ)) {
                 got = true;
                 break;
             }
@@ -73,6 +76,7 @@ static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken, const sqf
     bool shared = mu_shared(m);
     sqf_deadline since = sqf_now();
     bool starver = false;
+    bool spin = woken; /* spin once after each wake-up before sleeping again */
     int cancelled = 0; /* ECANCELED or ENOTSUP once the token stops us */
     for (;;) {
         uint32_t v = at_load(w, RLX);
@@ -97,6 +101,15 @@ static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken, const sqf
             if (want != v && !at_cas(w, &v, want, RLX)) continue;
             return cancelled ? cancelled : ETIMEDOUT;
         }
+        if (spin && !starver) {
+            /* Woken, but a running thread barged in first.  Sleeping again
+             * at once would let it take the lock every time while we only
+             * wake and sleep (with two threads: no parallelism at all); spin
+             * like a new arrival.  PARKED, because others may still sleep. */
+            spin = false;
+            if (spin_acquire(w, deadline, MU_PARKED)) return 0;
+            continue;
+        }
         uint32_t want = v | MU_PARKED;
         bool claim = !(v & MU_STARVING) && now - since > MU_STARVE_NS;
         if (claim) want |= MU_STARVING;
@@ -104,6 +117,7 @@ static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken, const sqf
         starver |= claim;
         int r = sqf_wait_cancellable(w, want, deadline, shared, tok);
         woken = r == SQF_WAIT_WOKEN;
+        spin = woken;
         /* ECANCELED means no unlock's wake-up dequeued us: leave as a
          * time-out does (after one more look at the word). */
         if (r == ECANCELED || r == ENOTSUP) cancelled = r;
@@ -115,7 +129,7 @@ int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline)
     if (!m) return EINVAL;
     sqf_word *w = mu_word(m);
     if (try_take(w)) return 0;
-    if (spin_acquire(w, deadline)) return 0;
+    if (spin_acquire(w, deadline, 0)) return 0;
     return lock_sleep(m, deadline, false, NULL);
 }
 
@@ -124,7 +138,7 @@ int sqf_mutex_lock_until(sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *
     if (!m) return EINVAL;
     sqf_word *w = mu_word(m);
     if (try_take(w)) return 0;
-    if (!sqf_cancel_is_cancelled(cancel) && spin_acquire(w, deadline)) return 0;
+    if (!sqf_cancel_is_cancelled(cancel) && spin_acquire(w, deadline, 0)) return 0;
     return lock_sleep(m, deadline, false, cancel);
 }
 

@@ -66,10 +66,17 @@
  * hold it.
  *
  * How it waits: a contended locker first spins, re-reading the word with a
- * CPU pause, for a bounded time (SQF_MUTEX_SPIN_NS, tens of microseconds).
+ * CPU pause, for a bounded time (SQF_MUTEX_SPIN_NS, 400 microseconds).
  * Spinning pays when the holder is running on another CPU and will release
  * soon: the lock then changes hands in nanoseconds rather than the
- * microseconds of a sleep and a wake-up.  It wastes a CPU when threads
+ * microseconds of a sleep and a wake-up.  The budget is long because a
+ * waiter that sleeps while the holder runs tends to keep sleeping: by the
+ * time its wake-up lands (tens to hundreds of microseconds on a virtual
+ * machine) the holder has often taken the lock again, so with two threads
+ * a short budget loses all parallelism once holds outlast it (sqbench C1
+ * measured this: 25 us fell to one thread's speed at 40 % hold, 400 us
+ * stays at the queueing model).  A thread woken from its sleep that finds
+ * the lock taken again spins once more before it sleeps.  It wastes a CPU when threads
  * outnumber CPUs, so the number of threads spinning at once (on all
  * sqf_mutexes of the process) is capped at half the CPUs the process may
  * use (at least one), there is no spinning at all on one CPU, and a spinner
@@ -137,8 +144,11 @@ typedef struct sqf_mutex {
 #define SQF_MUTEX_LOCKED_ 1u
 #define SQF_MUTEX_SHARED_ 16u
 
-/** How long a contended locker spins before sleeping, in nanoseconds. */
-#define SQF_MUTEX_SPIN_NS 25000
+/** How long a contended locker spins before sleeping, in nanoseconds.  Used
+ *  only inside the library; define it when building the library to tune. */
+#ifndef SQF_MUTEX_SPIN_NS
+#define SQF_MUTEX_SPIN_NS 400000
+#endif
 
 /** How long an unlock keeps running combining requests that arrive while it
  *  runs earlier ones (beyond its first batch) before it passes the mutex on,
