@@ -181,13 +181,6 @@ static const char *lock_name(int j)
     return sb_locks[j].name;
 }
 
-static int lock_index(const char *name)
-{
-    for (int j = 0; j < sb_nlocks; j++)
-        if (strcmp(sb_locks[j].name, name) == 0) return j;
-    return -1;
-}
-
 /* Calibrated once per process, printed by whichever experiment comes first. */
 static double unit_ns;
 
@@ -301,7 +294,12 @@ int sb_run_c1(void)
 
     /* Targets.  sqf is the last lock; pthread and pthread-adaptive the
      * first two. */
-    int sqf = lock_index("sqf"), pt = lock_index("pthread"), pta = lock_index("pthread-adaptive");
+    int sqf = sb_lock_index("sqf"), pt = sb_lock_index("pthread"),
+        pta = sb_lock_index("pthread-adaptive");
+    if (sqf < 0 || pt < 0 || pta < 0) {
+        sb_note("C1: no verdicts: they need the locks sqf, pthread and pthread-adaptive");
+        return 0;
+    }
     for (int t = 0; t < nt; t++) {
         int n = threads[t];
         if (n == 2) {
@@ -396,7 +394,12 @@ int sb_run_c2(void)
            "   parallelism in the CSV)\n",
            sb.runs);
 
-    int sqf = lock_index("sqf"), pt = lock_index("pthread"), pta = lock_index("pthread-adaptive");
+    int sqf = sb_lock_index("sqf"), pt = sb_lock_index("pthread"),
+        pta = sb_lock_index("pthread-adaptive");
+    if (sqf < 0 || pt < 0 || pta < 0) {
+        sb_note("C2: no verdicts: they need the locks sqf, pthread and pthread-adaptive");
+        return 0;
+    }
     double worst = INFINITY;
     int at = 0;
     for (int x = 0; x < C2_NX; x++) {

@@ -148,7 +148,7 @@ static int sqf_trylock(void *l, void *node)
     return sqf_mutex_trylock(l);
 }
 
-const struct sb_lock_kind sb_locks[] = {
+static const struct sb_lock_kind all_locks[] = {
     {"pthread", 0, 0, pt_create, pt_destroy, pt_lock, pt_unlock, pt_trylock},
     {"pthread-adaptive", 0, 0, pta_create, pt_destroy, pt_lock, pt_unlock, pt_trylock},
     {"ttas", 1, 0, lock_alloc, lock_free, ttas_lock, ttas_unlock, ttas_trylock},
@@ -158,13 +158,49 @@ const struct sb_lock_kind sb_locks[] = {
 #endif
     {"sqf", 0, 0, lock_alloc, lock_free, sqf_lock, sqf_unlock, sqf_trylock},
 };
-const int sb_nlocks = (int)(sizeof sb_locks / sizeof sb_locks[0]);
+#define NALL ((int)(sizeof all_locks / sizeof all_locks[0]))
 
-const struct sb_lock_kind *sb_lock_find(const char *name)
+struct sb_lock_kind sb_locks[NALL];
+int sb_nlocks;
+
+int sb_locks_select(const char *list, char *err, size_t errlen)
+{
+    if (!list) {
+        memcpy(sb_locks, all_locks, sizeof all_locks);
+        sb_nlocks = NALL;
+        return 0;
+    }
+    int n = 0;
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int i = 0; i < NALL; i++)
+            if (strlen(all_locks[i].name) == len && strncmp(all_locks[i].name, p, len) == 0)
+                found = i;
+        if (found < 0) {
+            char names[256] = "";
+            for (int i = 0; i < NALL; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? "," : "",
+                         all_locks[i].name);
+            snprintf(err, errlen, "unknown or unbuilt lock '%.*s' (built: %s)", (int)len, p, names);
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (strcmp(sb_locks[i].name, all_locks[found].name) == 0) found = -1;
+        if (found >= 0) sb_locks[n++] = all_locks[found];
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    sb_nlocks = n;
+    return 0;
+}
+
+int sb_lock_index(const char *name)
 {
     for (int i = 0; i < sb_nlocks; i++)
-        if (strcmp(sb_locks[i].name, name) == 0) return &sb_locks[i];
-    return NULL;
+        if (strcmp(sb_locks[i].name, name) == 0) return i;
+    return -1;
 }
 
 void *sb_lock_node(const struct sb_lock_kind *k)

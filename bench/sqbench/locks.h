@@ -39,11 +39,15 @@ struct sb_lock_kind {
     int (*trylock)(void *l, void *node); /* 0 = taken, nonzero = busy */
 };
 
-/* Every lock built into this sqbench, pthread first and squarefree last. */
-extern const struct sb_lock_kind sb_locks[];
-extern const int sb_nlocks;
-/* NULL if no lock of that name is built. */
-const struct sb_lock_kind *sb_lock_find(const char *name);
+/* The locks this run compares: every lock built into this sqbench, pthread
+ * first and squarefree last, or those --locks names (in the order built). */
+extern struct sb_lock_kind sb_locks[];
+extern int sb_nlocks;
+/* Select the locks (NULL: all); -1 and a message in err for a name that is
+ * unknown or not built. */
+int sb_locks_select(const char *list, char *err, size_t errlen);
+/* Index in sb_locks, or -1 if that lock is not selected. */
+int sb_lock_index(const char *name);
 /* A zeroed, cache-line-aligned node for this kind, or NULL if it needs none
  * (sb_fail on out of memory).  free() it when the thread is done. */
 void *sb_lock_node(const struct sb_lock_kind *k);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../machine.h"
+#include "locks.h"
 #include "sqbench.h"
 
 extern char **environ;
@@ -58,6 +59,8 @@ static void usage(FILE *out)
         "  --n LIST          thread counts of S1-S5 (default 100,200,400,800,1600;\n"
         "                    quick 100,200,400,800), waiter counts k of W1\n"
         "  --threads LIST    thread counts of C1 (default 1,2,4,8) and O1 (1,2,4,...,256)\n"
+        "  --locks LIST      locks of C1, C2 and O1 (default all built: pthread,\n"
+        "                    pthread-adaptive,ttas,ck-mcs,sqf)\n"
         "  --csv DIR         write every raw run to DIR/sqbench.csv and draw plots there\n"
         "  --json FILE       write every raw run and verdict to FILE\n"
         "  --no-plots        with --csv, do not draw plots\n"
@@ -145,7 +148,7 @@ static void draw_plots(const char *dir)
 
 int main(int argc, char **argv)
 {
-    int selected[NEXP] = {0}, nsel = 0, report = 0;
+    int selected[NEXP] = {0}, nsel = 0, report = 0, locks_chosen = 0;
     sb.runs = 5;
     sb.limit_s = 0;
     sb.plots = 1;
@@ -186,6 +189,11 @@ int main(int argc, char **argv)
             sb.nthreads = sb_parse_list(next, sb.threads, SB_MAX_LIST, 1, 100000, err, sizeof err);
             if (sb.nthreads < 0) usage_error("--threads: %s", err);
             i++;
+        } else if (strcmp(a, "--locks") == 0) {
+            if (!next || sb_locks_select(next, err, sizeof err) != 0)
+                usage_error("--locks: %s", next ? err : "needs a list of locks");
+            locks_chosen = 1;
+            i++;
         } else if (strcmp(a, "--csv") == 0) {
             if (!next || !*next) usage_error("%s needs a folder", a);
             sb.csv_dir = next;
@@ -224,6 +232,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (sb.limit_s == 0) sb.limit_s = sb.quick ? 5 : 30;
+    if (!locks_chosen) sb_locks_select(NULL, err, sizeof err);
 
     sb_output_prepare();
     head(argc, argv);
