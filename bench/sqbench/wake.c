@@ -25,10 +25,14 @@
  * everyone.  Where /proc cannot tell, the check falls back to state 'S' or
  * to a 10 ms sleep, and the report says so.
  *
+ * A run is one wake (as bench/wake_all.c did): k waiters make each wake
+ * long enough to time, and the median over runs absorbs the noise.
  * One pool of k threads serves every variant and run at that k; runs are
- * interleaved (round r runs every variant once).  A run not over after the
- * time limit is "> limit" and the variant's larger k are skipped; waiters
- * still asleep a minute later are a lost wake-up: the program stops. */
+ * interleaved (round r runs every variant once, starting at a different
+ * one each round, so a noisy moment does not always hit the same variant).
+ * A run not over after the time limit is "> limit" and the variant's larger
+ * k are skipped; waiters still asleep a minute later are a lost wake-up: the
+ * program stops. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -351,8 +355,9 @@ static int wait_done(unsigned k, int64_t deadline)
     return 1;
 }
 
-/* Seconds from the wake call to the last waiter running; NaN over the limit. */
-static double run_once(int v, int k, const char *what)
+/* Seconds from the wake call to the last waiter running; *over set if that
+ * passed the limit. */
+static double run_once(int v, int k, const char *what, int *over)
 {
     switch (v) { /* fresh objects: every waiter of the last run has returned */
 #ifdef SQB_HAVE_CXX20
@@ -387,13 +392,41 @@ static double run_once(int v, int k, const char *what)
         if (W[i].woke < t0) sb_fail("%s: a waiter returned before the wake call", what);
         if (W[i].woke > last) last = W[i].woke;
     }
-    return in_time ? (double)(last - t0) / 1e9 : NAN;
+    /* The waker may only get a CPU after the waiters ran, past the deadline:
+     * the waiters' own times decide too. */
+    double s = (double)(last - t0) / 1e9;
+    *over = !in_time || s > sb.limit_s;
+    return s;
 }
 
 /* --- the experiment ---------------------------------------------------------------- */
 
 static double w_us[W_NV][SB_MAX_LIST][W_MAX_RUNS];
 static int w_over[W_NV][SB_MAX_LIST]; /* 1 limit, 2 skipped */
+
+/* Median at point i, or INFINITY if that point hit the limit. */
+static double w_med(struct sb_sum sum[][SB_MAX_LIST], int over[][SB_MAX_LIST], int v, int i)
+{
+    return over[v][i] ? INFINITY : sum[v][i].med;
+}
+
+static const char *w_us_text(char *buf, size_t len, double us)
+{
+    snprintf(buf, len, isfinite(us) ? "%.0f us" : "> limit", us);
+    return buf;
+}
+
+/* a / b; over the limit on one side only is still an answer. */
+static const char *w_ratio(char *buf, size_t len, double a, double b)
+{
+    if (isfinite(a) && isfinite(b))
+        snprintf(buf, len, "%.2fx", a / b);
+    else if (isfinite(a) || isfinite(b))
+        snprintf(buf, len, isfinite(a) ? "< 1 (limit)" : "> 1 (limit)");
+    else
+        snprintf(buf, len, "- (limit)");
+    return buf;
+}
 
 int sb_run_w1(void)
 {
@@ -421,7 +454,8 @@ int sb_run_w1(void)
     for (int i = 0; i < nk; i++) {
         pool_start(ks[i]);
         for (int run = 0; run < sb.runs; run++)
-            for (int v = 0; v < W_NV; v++) {
+            for (int o = 0; o < W_NV; o++) {
+                int v = (o + run) % W_NV;
                 if (!wv[v].built) continue;
                 const char *name = wv[v].name;
                 if (w_over[v][i] || (i > 0 && w_over[v][i - 1])) {
@@ -431,11 +465,12 @@ int sb_run_w1(void)
                 } else {
                     char what[64];
                     snprintf(what, sizeof what, "W1 %s k=%d", name, ks[i]);
-                    double s = run_once(v, ks[i], what);
-                    w_us[v][i][run] = s * 1e6;
-                    if (isnan(s)) w_over[v][i] = 1;
-                    sb_record("W1", name, ks[i], ks[i], run, "latency_us",
-                              isnan(s) ? sb.limit_s * 1e6 : s * 1e6, isnan(s) ? "limit" : "ok");
+                    int over;
+                    double s = run_once(v, ks[i], what, &over);
+                    w_us[v][i][run] = over ? NAN : s * 1e6;
+                    if (over) w_over[v][i] = 1;
+                    sb_record("W1", name, ks[i], ks[i], run, "latency_us", s * 1e6,
+                              over ? "limit" : "ok");
                 }
                 sb_progress_step();
             }
@@ -443,18 +478,19 @@ int sb_run_w1(void)
     }
     sb_progress_end();
 
-    /* Table: k down, variants across; medians in us with [min-max]. */
+    /* Table: k down, variants across; medians in us with [min-max], then
+     * sqf / pthread-cond as a ratio of medians. */
     struct sb_sum sum[W_NV][SB_MAX_LIST];
     printf("  %5s", "k");
     for (int v = 0; v < W_NV; v++)
         printf(" | %-21s", wv[v].name);
-    printf("\n");
+    printf(" | %-11s | %-11s\n", "event/cond", "latch/cond");
     for (int i = 0; i < nk; i++) {
         printf("  %5d", ks[i]);
         for (int v = 0; v < W_NV; v++) {
             char c[64];
-            sum[v][i] = w_over[v][i] ? (struct sb_sum){NAN, NAN, NAN, 0}
-                                     : sb_summarize(w_us[v][i], sb.runs);
+            sum[v][i] = w_over[v][i] || !wv[v].built ? (struct sb_sum){NAN, NAN, NAN, 0}
+                                                     : sb_summarize(w_us[v][i], sb.runs);
             if (!wv[v].built)
                 snprintf(c, sizeof c, "not built");
             else if (w_over[v][i])
@@ -463,36 +499,55 @@ int sb_run_w1(void)
                 sb_fmt_sum(c, sizeof c, sum[v][i], 1, sum[v][i].med < 100 ? 1 : 0);
             printf(" | %-21s", c);
         }
+        for (int v = V_EVENT; v <= V_LATCH; v++) {
+            char c[32];
+            w_ratio(c, sizeof c, w_med(sum, w_over, v, i), w_med(sum, w_over, V_COND, i));
+            printf(" | %-11s", c);
+        }
         printf("\n");
     }
     printf("  %5s", "k>=16");
     double kexp[W_NV];
+    char kx[W_NV][16];
     for (int v = 0; v < W_NV; v++) {
         double xs[SB_MAX_LIST], ys[SB_MAX_LIST];
         int n = 0;
         for (int i = 0; i < nk; i++)
             if (ks[i] >= W_FIT_MIN) xs[n] = ks[i], ys[n++] = sum[v][i].med;
         kexp[v] = sb_exponent(xs, ys, n);
+        snprintf(kx[v], sizeof kx[v], isnan(kexp[v]) ? "-" : "%.2f", kexp[v]);
         char c[32];
         snprintf(c, sizeof c, isnan(kexp[v]) ? "-" : "exponent %.2f", kexp[v]);
         printf(" | %-21s", c);
     }
     printf("\n  (microseconds from the wake call until the last waiter runs: median [min-max] of "
-           "%d runs;\n   exponent: slope of log(time) over log(k) for k >= %d)\n",
+           "%d runs,\n   one wake per run; x/cond: ratio of medians; exponent: slope of log(time) "
+           "over log(k)\n   for k >= %d, ~1 is linear)\n",
            sb.runs, W_FIT_MIN);
+    if (!wv[V_CXX].built)
+        sb_note("W1: c++20-latch not built (the C++ compiler has no C++20 <latch>)");
 
+    /* A point over the limit counts as infinitely slow (as in square.c). */
     int last = nk - 1;
-    double cond = sum[V_COND][last].med;
+    double cond = w_med(sum, w_over, V_COND, last);
     for (int v = V_EVENT; v <= V_LATCH; v++) {
-        double m = sum[v][last].med;
-        sb_verdict("W1", m <= cond,
-                   "%s at k=%d: %.0f us vs pthread-cond %.0f us: %.2fx (target <= 1)", wv[v].name,
-                   ks[last], m, cond, m / cond);
+        double m = w_med(sum, w_over, v, last);
+        char a[32], b[32], r[32];
+        sb_verdict("W1", isfinite(m) && m <= cond,
+                   "%s at k=%d: %s vs pthread-cond %s: %s (target <= 1); exponent %s vs "
+                   "pthread-cond %s",
+                   wv[v].name, ks[last], w_us_text(a, sizeof a, m), w_us_text(b, sizeof b, cond),
+                   w_ratio(r, sizeof r, m, cond), kx[v], kx[V_COND]);
     }
-    if (wv[V_CXX].built)
-        sb_note("W1: at k=%d c++20-latch %.0f us, futex-floor %.0f us; exponents: sqf-event "
-                "%.2f, sqf-latch %.2f, pthread-cond %.2f, floor %.2f",
-                ks[last], sum[V_CXX][last].med, sum[V_FLOOR][last].med, kexp[V_EVENT],
-                kexp[V_LATCH], kexp[V_COND], kexp[V_FLOOR]);
+    sb_note("W1: exponents over k >= %d: futex-floor %s, pthread-cond %s, c++20-latch %s, "
+            "sqf-event %s, sqf-latch %s",
+            W_FIT_MIN, kx[V_FLOOR], kx[V_COND], wv[V_CXX].built ? kx[V_CXX] : "not built",
+            kx[V_EVENT], kx[V_LATCH]);
+    if (wv[V_CXX].built) {
+        char a[32], b[32];
+        sb_note("W1: at k=%d c++20-latch %s, futex-floor %s", ks[last],
+                w_us_text(a, sizeof a, w_med(sum, w_over, V_CXX, last)),
+                w_us_text(b, sizeof b, w_med(sum, w_over, V_FLOOR, last)));
+    }
     return 0;
 }
