@@ -181,6 +181,11 @@ int sb_run_o1(void)
         printf("\n");
     }
 
+    if (secs < 1.0)
+        sb_note("O1: with %.2g s runs, Jain's index at 64+ threads also measures how far the "
+                "kernel's scheduler gets round 2 CPUs' worth of threads; the full report's 1 s "
+                "runs are the ones to judge fairness by",
+                secs);
     int sqf = sb_lock_index("sqf"), pt = sb_lock_index("pthread");
     if (sqf < 0 || pt < 0) {
         sb_note("O1: no verdicts: they need the locks sqf and pthread");
