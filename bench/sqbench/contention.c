@@ -322,7 +322,7 @@ int sb_run_c1(void)
                 if (hi > 0 && r < worst_pos) worst_pos = r, at_pos = hi;
             }
             sb_verdict("C1", worst >= 0.95,
-                       "sqf with 2 threads >= 0.95x the model at every h: worst %.2fx at h=%d%% "
+                       "sqf with 2 threads >= 0.95x the model at every h: worst %.3fx at h=%d%% "
                        "(worst with h > 0: %.2fx at h=%d%%)",
                        worst, at * 10, worst_pos, at_pos * 10);
             for (int j = 0; j < sb_nlocks; j++)
@@ -338,7 +338,7 @@ int sb_run_c1(void)
                 if (r < worst) worst = r, at = hi;
             }
             sb_verdict("C1", worst >= 1.0,
-                       "sqf with %d threads >= the best pthread variant at every h: worst %.2fx "
+                       "sqf with %d threads >= the best pthread variant at every h: worst %.3fx "
                        "at h=%d%%",
                        n, worst, at * 10);
             if (n == 4)
@@ -425,7 +425,7 @@ int sb_run_c2(void)
         if (r < worst) worst = r, at = x;
     }
     sb_verdict("C2", worst >= 1.0,
-               "sqf's throughput >= the best pthread variant at every interval: worst %.2fx at "
+               "sqf's throughput >= the best pthread variant at every interval: worst %.3fx at "
                "%g ns",
                worst, c2_interval_ns[at]);
     return 0;

@@ -210,14 +210,14 @@ int sb_run_o1(void)
     }
     if (nhi)
         sb_verdict("O1", worst_hi >= 1.5,
-                   "sqf throughput >= 1.5x pthread's at 16-256 threads: worst %.2fx at %d",
+                   "sqf throughput >= 1.5x pthread's at 16-256 threads: worst %.3fx at %d",
                    worst_hi, at_hi);
     if (nlo)
         sb_verdict("O1", worst_lo >= 0.9,
-                   "sqf throughput >= 0.9x pthread's at 2-4 threads: worst %.2fx at %d", worst_lo,
+                   "sqf throughput >= 0.9x pthread's at 2-4 threads: worst %.3fx at %d", worst_lo,
                    at_lo);
     sb_verdict("O1", worst_j >= 0.9 && !starved,
-               "sqf fair: Jain's index >= 0.9 at every thread count (worst %.2f at %d) and every "
+               "sqf fair: Jain's index >= 0.9 at every thread count (worst %.3f at %d) and every "
                "thread progressing (%d runs with a starved thread)",
                worst_j, at_j, starved);
     return 0;
