@@ -21,6 +21,16 @@
 
 typedef _Atomic uint32_t sqf_word;
 
+/* The deterministic scheduler's hook (src/wait/dsched.h): in the test build
+ * every operation below is a point where another thread may be chosen to
+ * run.  In every other build it is nothing. */
+#ifdef SQF_DSCHED
+void sqf_dsched_point(void);
+#define SQF_POINT() sqf_dsched_point()
+#else
+#define SQF_POINT() ((void)0)
+#endif
+
 #define RLX memory_order_relaxed
 #define ACQ memory_order_acquire
 #define REL memory_order_release
@@ -29,11 +39,13 @@ typedef _Atomic uint32_t sqf_word;
 
 static inline uint32_t at_load(sqf_word *w, memory_order mo)
 {
+    SQF_POINT();
     return atomic_load_explicit(w, mo);
 }
 
 static inline void at_store(sqf_word *w, uint32_t v, memory_order mo)
 {
+    SQF_POINT();
     atomic_store_explicit(w, v, mo);
 }
 
@@ -43,32 +55,38 @@ static inline void at_store(sqf_word *w, uint32_t v, memory_order mo)
  * that acts on it (returns because it shows "done", say) needs ACQ. */
 static inline bool at_cas(sqf_word *w, uint32_t *expected, uint32_t desired, memory_order mo)
 {
+    SQF_POINT();
     memory_order fail = mo == SC ? SC : (mo == ACQ || mo == AR) ? ACQ : RLX;
     return atomic_compare_exchange_strong_explicit(w, expected, desired, mo, fail);
 }
 
 static inline uint32_t at_add(sqf_word *w, uint32_t v, memory_order mo)
 {
+    SQF_POINT();
     return atomic_fetch_add_explicit(w, v, mo);
 }
 
 static inline uint32_t at_sub(sqf_word *w, uint32_t v, memory_order mo)
 {
+    SQF_POINT();
     return atomic_fetch_sub_explicit(w, v, mo);
 }
 
 static inline uint32_t at_or(sqf_word *w, uint32_t v, memory_order mo)
 {
+    SQF_POINT();
     return atomic_fetch_or_explicit(w, v, mo);
 }
 
 static inline uint32_t at_and(sqf_word *w, uint32_t v, memory_order mo)
 {
+    SQF_POINT();
     return atomic_fetch_and_explicit(w, v, mo);
 }
 
 static inline uint32_t at_xchg(sqf_word *w, uint32_t v, memory_order mo)
 {
+    SQF_POINT();
     return atomic_exchange_explicit(w, v, mo);
 }
 
@@ -86,27 +104,32 @@ typedef _Atomic uint64_t sqf_word64;
 
 static inline uint64_t at_load64(sqf_word64 *w, memory_order mo)
 {
+    SQF_POINT();
     return atomic_load_explicit(w, mo);
 }
 
 static inline void at_store64(sqf_word64 *w, uint64_t v, memory_order mo)
 {
+    SQF_POINT();
     atomic_store_explicit(w, v, mo);
 }
 
 static inline bool at_cas64(sqf_word64 *w, uint64_t *expected, uint64_t desired, memory_order mo)
 {
+    SQF_POINT();
     memory_order fail = mo == SC ? SC : (mo == ACQ || mo == AR) ? ACQ : RLX;
     return atomic_compare_exchange_strong_explicit(w, expected, desired, mo, fail);
 }
 
 static inline uint64_t at_add64(sqf_word64 *w, uint64_t v, memory_order mo)
 {
+    SQF_POINT();
     return atomic_fetch_add_explicit(w, v, mo);
 }
 
 static inline uint64_t at_sub64(sqf_word64 *w, uint64_t v, memory_order mo)
 {
+    SQF_POINT();
     return atomic_fetch_sub_explicit(w, v, mo);
 }
 
@@ -115,22 +138,33 @@ typedef _Atomic(void *) sqf_aptr;
 
 static inline void *at_loadp(sqf_aptr *p, memory_order mo)
 {
+    SQF_POINT();
     return atomic_load_explicit(p, mo);
 }
 
 static inline void at_storep(sqf_aptr *p, void *v, memory_order mo)
 {
+    SQF_POINT();
     atomic_store_explicit(p, v, mo);
 }
 
 static inline void at_fence(memory_order mo)
 {
+    SQF_POINT();
     atomic_thread_fence(mo);
+}
+
+/* A load that is never a scheduling point: for the dsched wait backend,
+ * which must read a word inside one simulated kernel step. */
+static inline uint32_t at_peek(sqf_word *w)
+{
+    return atomic_load_explicit(w, memory_order_seq_cst);
 }
 
 /* A hint to the CPU that this thread is spinning (x86 PAUSE, arm YIELD). */
 static inline void at_relax(void)
 {
+    SQF_POINT();
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__) || defined(__arm__)

@@ -4,8 +4,15 @@
 
 #include <squarefree/time.h>
 
+#ifdef SQF_DSCHED
+int64_t sqf_dsched_now(void);
+#endif
+
 sqf_deadline sqf_now(void)
 {
+#ifdef SQF_DSCHED
+    return sqf_dsched_now(); /* the deterministic scheduler's simulated clock */
+#endif
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (sqf_deadline)ts.tv_sec * SQF_SEC + ts.tv_nsec;

@@ -1,0 +1,332 @@
+/* dsched.c: the deterministic scheduler and its simulated wait seam (see
+ * dsched.h).  Test builds only (SQF_DSCHED); never part of the installed
+ * library.
+ *
+ * Threads are real pthreads, but only the one named by S.running runs: the
+ * others sleep on their own semaphore.  At each scheduling point the
+ * running thread picks the next one and posts its semaphore, then sleeps on
+ * its own.  The semaphores order everything, so the scheduler's state needs
+ * no atomics: it is only ever touched by the one running thread.
+ *
+ * The simulated futex: a sleeper records the words it sleeps on and a
+ * sequence number; sqf_wake takes sleepers on that word in sequence order
+ * (FIFO, as Linux does for equal priorities); sqf_requeue moves them to the
+ * back of the target's queue.  At any choice the scheduler may, at the
+ * configured rates, end a sleep spuriously (EINTR) or by time-out (the
+ * simulated clock jumps to the deadline, so the primitive's own deadline
+ * checks agree).  When nobody can run, the earliest deadline fires; if there
+ * is none, the run has deadlocked. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../cpu.h"
+#include "../wait.h"
+#include "dsched.h"
+
+enum { T_RUNNABLE, T_BLOCKED, T_DONE };
+
+struct dthread {
+    pthread_t pt;
+    sem_t go;
+    int state;
+    int prio; /* PCT: the highest runnable priority runs */
+    /* while blocked: */
+    sqf_word *words[SQF_WAIT_MAX_WORDS];
+    int nwords;
+    sqf_deadline deadline;
+    long seq;
+    int result; /* index of the word woken on, or -ETIMEDOUT, -EINTR */
+};
+
+static struct {
+    int n, active, running, ndone;
+    struct dthread t[DSCHED_MAX_THREADS];
+    uint64_t rng;
+    struct dsched_opts o;
+    long steps, seq;
+    int64_t now;
+    long change[8]; /* PCT: steps at which the running thread is demoted */
+    int nchange, lowest;
+    void (*fn)(int, void *);
+    void *arg;
+    sem_t done;
+    sem_t never; /* where a failed run's thread parks */
+    struct dsched_result res;
+} S = {.now = 1000000000000};
+
+static __thread int self = -1; /* this thread's index in a run, or -1 */
+
+static uint64_t rnd(void)
+{
+    uint64_t z = (S.rng += 0x9e3779b97f4a7c15u); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static _Noreturn void fail(const char *fmt, const char *detail)
+{
+    S.res.failed = 1;
+    snprintf(S.res.why, sizeof S.res.why, fmt, detail);
+    S.res.steps = S.steps;
+    S.active = 0;
+    sem_post(&S.done);
+    for (;;)
+        sem_wait(&S.never); /* this run is over; its threads are abandoned */
+}
+
+static void unblock(int i, int result)
+{
+    S.t[i].state = T_RUNNABLE;
+    S.t[i].result = result;
+    S.t[i].nwords = 0;
+}
+
+static void time_out(int i)
+{
+    if (S.t[i].deadline > S.now) S.now = S.t[i].deadline;
+    unblock(i, -ETIMEDOUT);
+}
+
+/* The next thread to run; fails the run on a deadlock. */
+static int pick(void)
+{
+    /* Now and then end a sleep early, as the kernel may. */
+    if (S.o.spurious_rate || S.o.timeout_rate) {
+        int i = (int)(rnd() % (uint64_t)S.n);
+        if (S.t[i].state == T_BLOCKED) {
+            uint64_t r = rnd() % 1000;
+            if (r < (uint64_t)S.o.spurious_rate)
+                unblock(i, -EINTR);
+            else if (S.t[i].deadline != SQF_FOREVER &&
+                     r < (uint64_t)(S.o.spurious_rate + S.o.timeout_rate))
+                time_out(i);
+        }
+    }
+    int run[DSCHED_MAX_THREADS], nrun = 0;
+    for (int i = 0; i < S.n; i++)
+        if (S.t[i].state == T_RUNNABLE) run[nrun++] = i;
+    if (nrun == 0) {
+        int first = -1, asleep = 0;
+        for (int i = 0; i < S.n; i++)
+            if (S.t[i].state == T_BLOCKED) {
+                asleep++;
+                if (S.t[i].deadline != SQF_FOREVER &&
+                    (first < 0 || S.t[i].deadline < S.t[first].deadline))
+                    first = i;
+            }
+        if (asleep == 0) return -1; /* all done */
+        if (first < 0) {
+            char who[64] = "";
+            for (int i = 0; i < S.n; i++)
+                if (S.t[i].state == T_BLOCKED)
+                    snprintf(who + strlen(who), sizeof who - strlen(who), " %d", i);
+            fail("deadlock: threads%s asleep with nobody to wake them", who);
+        }
+        time_out(first);
+        return first;
+    }
+    if (S.o.pct_depth <= 0) return run[rnd() % (uint64_t)nrun];
+    int best = run[0];
+    for (int k = 1; k < nrun; k++)
+        if (S.t[run[k]].prio > S.t[best].prio) best = run[k];
+    return best;
+}
+
+/* Hand the CPU to `next` and wait for our turn (unless next is us). */
+static void switch_to(int next)
+{
+    if (next == self) return;
+    S.running = next;
+    sem_post(&S.t[next].go);
+    sem_wait(&S.t[self].go);
+}
+
+void sqf_dsched_point(void)
+{
+    if (self < 0 || !S.active) return;
+    S.steps++;
+    S.now += 1000; /* every step takes a simulated microsecond */
+    if (S.steps > S.o.max_steps) fail("step limit %s: a livelock or a lost wake-up", "exceeded");
+    for (int c = 0; c < S.nchange; c++)
+        if (S.change[c] == S.steps) S.t[self].prio = --S.lowest;
+    switch_to(pick());
+}
+
+void dsched_yield(void)
+{
+    sqf_dsched_point();
+}
+
+int64_t sqf_dsched_now(void)
+{
+    return S.now;
+}
+
+static void *thread_main(void *arg)
+{
+    self = (int)(intptr_t)arg;
+    sem_wait(&S.t[self].go);
+    S.fn(self, S.arg);
+    S.t[self].state = T_DONE;
+    S.ndone++;
+    int next = pick();
+    if (next < 0) {
+        S.active = 0;
+        sem_post(&S.done);
+    } else {
+        S.running = next;
+        sem_post(&S.t[next].go);
+    }
+    return NULL;
+}
+
+struct dsched_result dsched_run(int n, void (*fn)(int, void *), void *arg, uint64_t seed,
+                                const struct dsched_opts *opts)
+{
+    static int inited;
+    if (!inited) {
+        sem_init(&S.never, 0, 0);
+        /* Lazily cached state would make the first run take other steps
+         * than a replay of it: fill the caches now, outside any run. */
+        (void)sqf_ncpu();
+        inited = 1;
+    }
+    memset(&S.res, 0, sizeof S.res);
+    if (n < 1 || n > DSCHED_MAX_THREADS || S.active) {
+        S.res.failed = 1;
+        snprintf(S.res.why, sizeof S.res.why, "dsched_run: bad thread count or nested run");
+        return S.res;
+    }
+    S.n = n;
+    S.fn = fn;
+    S.arg = arg;
+    S.o = *opts;
+    if (S.o.max_steps <= 0) S.o.max_steps = 1000000;
+    S.rng = seed;
+    S.now = 1000000000000; /* the same start every run: replays are exact */
+    S.steps = S.seq = 0;
+    S.ndone = 0;
+    S.nchange = 0;
+    S.lowest = 0;
+    if (S.o.pct_depth > 0) {
+        /* PCT: distinct random priorities above 0; d-1 change points spread
+         * over the steps a run of this size usually takes. */
+        for (int i = 0; i < n; i++)
+            S.t[i].prio = 1 + (int)(rnd() % 1000) * DSCHED_MAX_THREADS + i;
+        for (int c = 0; c < S.o.pct_depth - 1 && c < 8; c++)
+            S.change[S.nchange++] = 1 + (long)(rnd() % 2000);
+    }
+    sem_init(&S.done, 0, 0);
+    for (int i = 0; i < n; i++) {
+        S.t[i].state = T_RUNNABLE;
+        S.t[i].nwords = 0;
+        sem_init(&S.t[i].go, 0, 0);
+    }
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&S.t[i].pt, NULL, thread_main, (void *)(intptr_t)i) != 0) {
+            fprintf(stderr, "dsched_run: pthread_create failed\n");
+            S.res.failed = 1;
+            snprintf(S.res.why, sizeof S.res.why, "pthread_create failed");
+            return S.res; /* the threads created wait for ever; the test ends */
+        }
+    S.active = 1;
+    int first = pick();
+    S.running = first;
+    sem_post(&S.t[first].go);
+    sem_wait(&S.done);
+    if (!S.res.failed) {
+        for (int i = 0; i < n; i++) {
+            pthread_join(S.t[i].pt, NULL);
+            sem_destroy(&S.t[i].go);
+        }
+        S.res.steps = S.steps;
+    }
+    sem_destroy(&S.done);
+    return S.res;
+}
+
+/* --- the wait seam ------------------------------------------------------------- */
+
+int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
+{
+    if (n < 1 || n > SQF_WAIT_MAX_WORDS) return -EINVAL;
+    if (self < 0 || !S.active) return -EINTR; /* outside a run nothing may block */
+    sqf_dsched_point();
+    if (deadline != SQF_FOREVER && deadline <= S.now) return -ETIMEDOUT;
+    for (int i = 0; i < n; i++)
+        if (at_peek(w[i].word) != w[i].expected) return -EAGAIN;
+    struct dthread *t = &S.t[self];
+    t->state = T_BLOCKED;
+    for (int i = 0; i < n; i++)
+        t->words[i] = w[i].word;
+    t->nwords = n;
+    t->deadline = deadline;
+    t->seq = S.seq++;
+    switch_to(pick());
+    return t->result;
+}
+
+int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared)
+{
+    struct sqf_wait_word w = {word, expected, shared};
+    int r = sqf_wait_any(&w, 1, deadline);
+    return r >= 0 ? SQF_WAIT_WOKEN : -r;
+}
+
+/* The blocked thread on `word` that queued first (lowest seq), or -1; *j is
+ * the index of that word among its words. */
+static int first_on(sqf_word *word, int *j)
+{
+    int best = -1;
+    for (int i = 0; i < S.n; i++) {
+        if (S.t[i].state != T_BLOCKED) continue;
+        for (int k = 0; k < S.t[i].nwords; k++)
+            if (S.t[i].words[k] == word && (best < 0 || S.t[i].seq < S.t[best].seq)) {
+                best = i;
+                *j = k;
+            }
+    }
+    return best;
+}
+
+int sqf_wake(sqf_word *word, int n, bool shared)
+{
+    (void)shared;
+    if (self < 0 || !S.active) return 0;
+    sqf_dsched_point();
+    int woken = 0, i, j = 0;
+    while (woken < n && (i = first_on(word, &j)) >= 0) {
+        unblock(i, j);
+        woken++;
+    }
+    return woken;
+}
+
+int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int nmove, bool shared)
+{
+    (void)shared;
+    if (self < 0 || !S.active) return -EINTR;
+    sqf_dsched_point();
+    if (at_peek(from) != expected) return -EAGAIN;
+    int woken = 0, moved = 0, i, j = 0;
+    while (woken < nwake && (i = first_on(from, &j)) >= 0) {
+        unblock(i, j);
+        woken++;
+    }
+    while (moved < nmove && (i = first_on(from, &j)) >= 0) {
+        S.t[i].words[j] = to;
+        S.t[i].seq = S.seq++; /* to the back of `to`'s queue */
+        moved++;
+    }
+    return woken + moved;
+}
+
+bool sqf_wait_shared_supported(void)
+{
+    return true;
+}

@@ -1,0 +1,80 @@
+/* explore.h: schedule exploration on the deterministic scheduler (issue 5).
+ *
+ * A case names a few threads' bodies, a setup run before every schedule and
+ * a check run after it.  explore() runs the case for a budget of schedules,
+ * alternating uniformly random schedules with PCT ones (depth 1..3), each
+ * from its own seed, with spurious wake-ups and time-outs injected.  A
+ * deadlock, a step overrun or a failed check prints the seed and how to
+ * replay it, and ends the process with status 1:
+ *
+ *     SQF_EXPLORE_SEED=S tests/explore_mutex      replay one schedule
+ *     SQF_EXPLORE_SCHEDULES=N tests/explore_mutex  N schedules per case
+ */
+#ifndef SQF_TEST_EXPLORE_H
+#define SQF_TEST_EXPLORE_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "wait/dsched.h"
+
+struct explore_case {
+    const char *name;
+    int threads;
+    void (*setup)(void);
+    void (*body)(int id, void *arg);
+    const char *(*check)(void); /* NULL if the run was right, else what broke */
+    long schedules;             /* the CI budget */
+    int timeout_rate;           /* per 1000 choices; 0 when nothing waits with a deadline */
+};
+
+/* Bodies record a broken invariant here (the first one wins). */
+static const char *explore_violation;
+#define EXPLORE_REQUIRE(cond)                                                                      \
+    do {                                                                                           \
+        if (!(cond) && !explore_violation) explore_violation = #cond;                              \
+    } while (0)
+
+static long explore_budget(long dflt)
+{
+    const char *e = getenv("SQF_EXPLORE_SCHEDULES");
+    long n = e ? atol(e) : 0;
+    return n > 0 ? n : dflt;
+}
+
+static int explore(const struct explore_case *c)
+{
+    const char *replay = getenv("SQF_EXPLORE_SEED");
+    long n = replay ? 1 : explore_budget(c->schedules);
+    long steps = 0, longest = 0;
+    for (long k = 0; k < n; k++) {
+        uint64_t seed = replay ? strtoull(replay, NULL, 0) : 0x5eed0000u + (uint64_t)k;
+        struct dsched_opts o = {0, 200000, 10, c->timeout_rate};
+        o.pct_depth = seed % 2 ? 0 : 1 + (int)(seed / 2 % 3);
+        explore_violation = NULL;
+        if (c->setup) c->setup();
+        struct dsched_result r = dsched_run(c->threads, c->body, NULL, seed, &o);
+        const char *bad = r.failed            ? r.why
+                          : explore_violation ? explore_violation
+                          : c->check          ? c->check()
+                                              : NULL;
+        if (bad) {
+            fprintf(stderr,
+                    "explore %s: FAILED on schedule %ld (%s), seed %" PRIu64 ": %s\n"
+                    "  replay: SQF_EXPLORE_SEED=%" PRIu64 " %s\n",
+                    c->name, k, o.pct_depth ? "PCT" : "random", seed, bad, seed,
+                    program_invocation_name);
+            fflush(stderr);
+            _Exit(1); /* a failed run's threads are parked for ever */
+        }
+        steps += r.steps;
+        if (r.steps > longest) longest = r.steps;
+    }
+    printf("explore %s: %ld schedules passed (%ld steps, longest %ld)\n", c->name, n, steps,
+           longest);
+    return 0;
+}
+
+#endif
