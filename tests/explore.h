@@ -66,6 +66,7 @@ static int explore(const struct explore_case *c)
                     "  replay: SQF_EXPLORE_SEED=%" PRIu64 " %s\n",
                     c->name, k, o.pct_depth ? "PCT" : "random", seed, bad, seed,
                     program_invocation_name);
+            fflush(stdout);
             fflush(stderr);
             _Exit(1); /* a failed run's threads are parked for ever */
         }

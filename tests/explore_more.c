@@ -1,0 +1,221 @@
+/* explore_more.c: once, barrier, rwlock, countdown and cancellation under
+ * the deterministic scheduler.
+ * - once: fn runs exactly once, first attempt failing (nonzero) so another
+ *   caller retries; every caller that returns 0 sees fn's effect;
+ * - barrier: 3 parties, 2 phases; nobody leaves a phase before all arrived;
+ *   indices of a phase are distinct;
+ * - rwlock: writers exclusive, readers only with readers, a timed writer;
+ * - countdown: up/down from several threads; wait returns only at 0;
+ * - cancellation: a lock wait cancelled while the holder unlocks never
+ *   strands the lock nor takes it twice. */
+#include <errno.h>
+
+#include <squarefree.h>
+
+#include "explore.h"
+
+/* --- once ----------------------------------------------------------------- */
+static sqf_once once;
+static int runs, attempts, effect;
+
+static int once_fn(void *arg)
+{
+    (void)arg;
+    dsched_yield();
+    if (attempts++ == 0) return EIO; /* the first attempt fails: not done */
+    effect = 1;
+    runs++;
+    return 0;
+}
+
+static void setup_once(void)
+{
+    sqf_once_init(&once, SQF_PRIVATE);
+    runs = attempts = effect = 0;
+}
+
+static void body_once(int id, void *arg)
+{
+    (void)id;
+    (void)arg;
+    int r = sqf_once_run(&once, once_fn, NULL);
+    EXPLORE_REQUIRE(r == 0 || r == EIO);
+    if (r == 0) EXPLORE_REQUIRE(effect == 1);
+}
+
+static const char *check_once(void)
+{
+    if (runs != 1) return "fn succeeded other than once";
+    if (!sqf_once_done(&once)) return "the once is not done";
+    return NULL;
+}
+
+/* --- barrier -------------------------------------------------------------------- */
+static sqf_barrier bar;
+static int arrived[2], seen_index[2];
+
+static void setup_barrier(void)
+{
+    sqf_barrier_init(&bar, 3, SQF_PRIVATE);
+    arrived[0] = arrived[1] = seen_index[0] = seen_index[1] = 0;
+}
+
+static void body_barrier(int id, void *arg)
+{
+    (void)id;
+    (void)arg;
+    for (int p = 0; p < 2; p++) {
+        arrived[p]++;
+        unsigned idx = 99;
+        EXPLORE_REQUIRE(sqf_barrier_wait(&bar, &idx) == 0);
+        EXPLORE_REQUIRE(arrived[p] == 3); /* nobody leaves before all arrived */
+        EXPLORE_REQUIRE(idx < 3 && !(seen_index[p] & (1 << idx)));
+        seen_index[p] |= 1 << (idx < 3 ? idx : 0);
+    }
+}
+
+static const char *check_barrier(void)
+{
+    return seen_index[0] == 7 && seen_index[1] == 7 ? NULL : "a party missing from a phase";
+}
+
+/* --- rwlock ----------------------------------------------------------------------- */
+static sqf_rwlock rw;
+static int readers, writers, done_ops, gaveup;
+
+static void setup_rw(void)
+{
+    sqf_rwlock_init(&rw, SQF_PRIVATE);
+    readers = writers = done_ops = gaveup = 0;
+}
+
+static void body_rw(int id, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2; i++) {
+        if (id < 2) {
+            EXPLORE_REQUIRE(sqf_rwlock_rdlock(&rw) == 0);
+            readers++;
+            EXPLORE_REQUIRE(writers == 0);
+            dsched_yield();
+            EXPLORE_REQUIRE(writers == 0);
+            readers--;
+            EXPLORE_REQUIRE(sqf_rwlock_rdunlock(&rw) == 0);
+        } else {
+            int r = id == 3 && i == 1 ? sqf_rwlock_timedwrlock(&rw, sqf_after(20000))
+                                      : sqf_rwlock_wrlock(&rw);
+            EXPLORE_REQUIRE(r == 0 || r == ETIMEDOUT);
+            if (r) {
+                gaveup++;
+                continue;
+            }
+            EXPLORE_REQUIRE(++writers == 1 && readers == 0);
+            dsched_yield();
+            EXPLORE_REQUIRE(writers == 1 && readers == 0);
+            writers--;
+            EXPLORE_REQUIRE(sqf_rwlock_wrunlock(&rw) == 0);
+        }
+        done_ops++;
+    }
+}
+
+static const char *check_rw(void)
+{
+    if (done_ops + gaveup != 8) return "an operation neither completed nor gave up";
+    if (sqf_rwlock_trywrlock(&rw) != 0) return "the lock is left held";
+    sqf_rwlock_wrunlock(&rw);
+    return NULL;
+}
+
+/* --- countdown ---------------------------------------------------------------------- */
+static sqf_countdown cd;
+static int work_done, early;
+
+static void setup_cd(void)
+{
+    sqf_countdown_init(&cd, 2, SQF_PRIVATE);
+    work_done = early = 0;
+}
+
+static void body_cd(int id, void *arg)
+{
+    (void)arg;
+    if (id == 0) { /* adds one more unit of work, finishes both of its own */
+        EXPLORE_REQUIRE(sqf_countdown_up(&cd, 1) == 0);
+        work_done++;
+        EXPLORE_REQUIRE(sqf_countdown_down(&cd) == 0);
+        work_done++;
+        EXPLORE_REQUIRE(sqf_countdown_down(&cd) == 0);
+    } else if (id == 1) {
+        work_done++;
+        EXPLORE_REQUIRE(sqf_countdown_down(&cd) == 0);
+    } else {
+        EXPLORE_REQUIRE(sqf_countdown_wait(&cd) == 0);
+        /* Thread 0 raises the count before its own downs, so it reaches 0
+         * only after all three units of work. */
+        if (work_done < 3) early++;
+    }
+}
+
+static const char *check_cd(void)
+{
+    unsigned v = 99;
+    sqf_countdown_value(&cd, &v);
+    if (v != 0) return "the count is not 0 at the end";
+    return early ? "a waiter returned while work was pending" : NULL;
+}
+
+/* --- cancellation ------------------------------------------------------------------------ */
+static sqf_mutex cmu;
+static sqf_cancel tok;
+static int holders, got, cancelled;
+
+static void setup_cancel(void)
+{
+    sqf_mutex_init(&cmu, SQF_PRIVATE);
+    sqf_cancel_init(&tok, NULL, SQF_FOREVER);
+    holders = got = cancelled = 0;
+}
+
+static void body_cancel(int id, void *arg)
+{
+    (void)arg;
+    if (id == 2) {
+        EXPLORE_REQUIRE(sqf_cancel_cancel(&tok) == 0);
+        return;
+    }
+    int r = id == 0 ? sqf_mutex_lock(&cmu) : sqf_mutex_lock_until(&cmu, SQF_FOREVER, &tok);
+    EXPLORE_REQUIRE(r == 0 || (id == 1 && r == ECANCELED));
+    if (r) {
+        cancelled++;
+        return;
+    }
+    EXPLORE_REQUIRE(++holders == 1);
+    dsched_yield();
+    holders--;
+    got++;
+    EXPLORE_REQUIRE(sqf_mutex_unlock(&cmu) == 0);
+}
+
+static const char *check_cancel(void)
+{
+    if (got + cancelled != 2) return "a locker neither got the lock nor was cancelled";
+    if (sqf_mutex_trylock(&cmu) != 0) return "the mutex is left locked";
+    sqf_mutex_unlock(&cmu);
+    return NULL;
+}
+
+int main(void)
+{
+    struct explore_case cases[] = {
+        {"once, first attempt fails, 3 callers", 3, setup_once, body_once, check_once, 4000, 0},
+        {"barrier 3 parties, 2 phases", 3, setup_barrier, body_barrier, check_barrier, 4000, 0},
+        {"rwlock 2 readers, 2 writers (one timed)", 4, setup_rw, body_rw, check_rw, 4000, 20},
+        {"countdown up/down/wait", 3, setup_cd, body_cd, check_cd, 4000, 0},
+        {"mutex lock cancelled while the holder unlocks", 3, setup_cancel, body_cancel,
+         check_cancel, 4000, 0},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        explore(&cases[i]);
+    return 0;
+}
