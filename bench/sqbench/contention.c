@@ -214,14 +214,9 @@ int sb_run_c1(void)
 {
     sb_heading("C1", "lock contention against hold fraction (Preshing's method)");
     calibrate("C1");
-    int nt, threads[SB_MAX_LIST];
-    if (sb.nthreads) {
-        nt = sb.nthreads;
-        memcpy(threads, sb.threads, sizeof(int) * (size_t)nt);
-    } else {
-        nt = (int)(sizeof c1_default_threads / sizeof c1_default_threads[0]);
-        memcpy(threads, c1_default_threads, sizeof c1_default_threads);
-    }
+    int threads[SB_MAX_LIST];
+    int nt = sb_list_or(sb.threads, sb.nthreads, c1_default_threads,
+                        (int)(sizeof c1_default_threads / sizeof c1_default_threads[0]), threads);
     for (int t = 0; t < nt; t++)
         if (threads[t] > 256) sb_fail("C1: at most 256 threads (--threads)");
     double cycle = 1e9 / C_FREQ / unit_ns; /* units per acquisition */

@@ -112,6 +112,8 @@ static int ttas_trylock(void *l, void *node)
 /* --- Concurrency Kit MCS ------------------------------------------------------
  * The lock is the queue's tail pointer; each thread brings its own node. */
 #ifdef SQB_HAVE_CK
+_Static_assert(sizeof(struct ck_spinlock_mcs) <= LOCK_BYTES, "an MCS node fits a lock block");
+
 static void mcs_lock(void *l, void *node)
 {
     ck_spinlock_mcs_lock(l, node);
@@ -206,8 +208,7 @@ int sb_lock_index(const char *name)
 void *sb_lock_node(const struct sb_lock_kind *k)
 {
     if (k->node_size == 0) return NULL;
-    void *p = aligned_alloc(LOCK_BYTES, LOCK_BYTES);
+    void *p = lock_alloc(); /* a node is at most LOCK_BYTES too */
     if (!p) sb_fail("out of memory for a lock node");
-    memset(p, 0, LOCK_BYTES);
     return p;
 }

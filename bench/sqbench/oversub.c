@@ -101,17 +101,21 @@ static void o_run(int j, int t, int n, int run, double secs)
     sb_record("O1", k->name, n, n, run, "max_acq", (double)mx, "ok");
 }
 
+/* Thread counts down the side, one column per lock. */
+static void o_header(void)
+{
+    printf("  %7s", "threads");
+    for (int j = 0; j < sb_nlocks; j++)
+        printf(" | %-19s", sb_locks[j].name);
+    printf("\n");
+}
+
 int sb_run_o1(void)
 {
     sb_heading("O1", "oversubscription: a tiny critical section, 1 to 256 threads");
-    int nt, th[SB_MAX_LIST];
-    if (sb.nthreads) {
-        nt = sb.nthreads;
-        memcpy(th, sb.threads, sizeof(int) * (size_t)nt);
-    } else {
-        nt = (int)(sizeof o_default_threads / sizeof o_default_threads[0]);
-        memcpy(th, o_default_threads, sizeof o_default_threads);
-    }
+    int th[SB_MAX_LIST];
+    int nt = sb_list_or(sb.threads, sb.nthreads, o_default_threads,
+                        (int)(sizeof o_default_threads / sizeof o_default_threads[0]), th);
     for (int t = 0; t < nt; t++)
         if (th[t] > 1024) sb_fail("O1: at most 1024 threads (--threads)");
     double secs = sb.duration_s > 0 ? sb.duration_s : sb.quick ? 0.15 : 1.0;
@@ -143,10 +147,7 @@ int sb_run_o1(void)
     sb_progress_end();
 
     printf("  throughput, million acquisitions per second: median [min-max] of %d runs\n", sb.runs);
-    printf("  %7s", "threads");
-    for (int j = 0; j < sb_nlocks; j++)
-        printf(" | %-19s", sb_locks[j].name);
-    printf("\n");
+    o_header();
     for (int t = 0; t < nt; t++) {
         printf("  %7d", th[t]);
         for (int j = 0; j < sb_nlocks; j++) {
@@ -162,10 +163,7 @@ int sb_run_o1(void)
     }
     printf("\n  fairness: Jain's index (median of runs), least/most acquisitions of one thread in\n"
            "  one run (over all runs); * = some thread got none in some run\n");
-    printf("  %7s", "threads");
-    for (int j = 0; j < sb_nlocks; j++)
-        printf(" | %-19s", sb_locks[j].name);
-    printf("\n");
+    o_header();
     for (int t = 0; t < nt; t++) {
         printf("  %7d", th[t]);
         for (int j = 0; j < sb_nlocks; j++) {

@@ -58,6 +58,9 @@ double sb_jain(const double *x, int n);
 /* Parse a comma-separated list of integers in [lo, hi] into out[max]; returns
  * the count, or -1 (and a message in err) if malformed. */
 int sb_parse_list(const char *s, int *out, int max, long lo, long hi, char *err, size_t errlen);
+/* The list the user gave (ngiven > 0) or else the experiment's default,
+ * copied into out[SB_MAX_LIST]; returns its length. */
+int sb_list_or(const int *given, int ngiven, const int *dflt, int ndflt, int *out);
 
 /* --- recording and output (output.c) ---------------------------------------- */
 /* One raw measurement.  exp: "S2"; variant: "sqf-combine"; threads: threads

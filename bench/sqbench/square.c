@@ -598,13 +598,8 @@ static void s_experiment(const char *exp, const char *title, const struct s_vari
     sb_heading(exp, title);
     memset(r, 0, sizeof *r);
     r->nv = nv;
-    if (sb.nn) {
-        r->nn = sb.nn;
-        memcpy(r->n, sb.n, sizeof(int) * (size_t)sb.nn);
-    } else {
-        r->nn = (int)(sizeof s_default_n / sizeof s_default_n[0]);
-        memcpy(r->n, s_default_n, sizeof s_default_n);
-    }
+    r->nn = sb_list_or(sb.n, sb.nn, s_default_n, (int)(sizeof s_default_n / sizeof s_default_n[0]),
+                       r->n);
     int maxn = 0;
     for (int i = 0; i < r->nn; i++)
         maxn = r->n[i] > maxn ? r->n[i] : maxn;

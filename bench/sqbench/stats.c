@@ -114,3 +114,11 @@ int sb_parse_list(const char *s, int *out, int max, long lo, long hi, char *err,
     }
     return count;
 }
+
+int sb_list_or(const int *given, int ngiven, const int *dflt, int ndflt, int *out)
+{
+    const int *src = ngiven > 0 ? given : dflt;
+    int n = ngiven > 0 ? ngiven : ndflt;
+    memcpy(out, src, sizeof(int) * (size_t)n);
+    return n;
+}

@@ -431,14 +431,9 @@ static const char *w_ratio(char *buf, size_t len, double a, double b)
 int sb_run_w1(void)
 {
     sb_heading("W1", "wake-all latency: k sleeping waiters, one wakes them all");
-    int nk, ks[SB_MAX_LIST];
-    if (sb.nn) {
-        nk = sb.nn;
-        memcpy(ks, sb.n, sizeof(int) * (size_t)nk);
-    } else {
-        nk = (int)(sizeof w_default_k / sizeof w_default_k[0]);
-        memcpy(ks, w_default_k, sizeof w_default_k);
-    }
+    int ks[SB_MAX_LIST];
+    int nk =
+        sb_list_or(sb.n, sb.nn, w_default_k, (int)(sizeof w_default_k / sizeof w_default_k[0]), ks);
     if (check == CHECK_NONE && task_dir < 0) probe_check();
     sb_note("asleep check: %s",
             check == CHECK_SYSCALL ? "each waiter flagged, then in futex() per /proc (exact)"
