@@ -9,15 +9,13 @@
  * "returned promptly" from "slept until a multi-second deadline". */
 #include <squarefree/latch.h>
 
-#include <linux/hw_breakpoint.h>
-#include <linux/perf_event.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 
 #include "atomic.h"
 #include "check.h"
+#include "watchpoint.h"
 
 #define L_WAITERS 1u /* bit 0 of the word (see latch.h) */
 
@@ -353,11 +351,6 @@ static void test_change_while_parked(void)
 #else
 #define LF_HEAP 0
 #endif
-#if defined(__SANITIZE_THREAD__) || LF_FEATURE(thread_sanitizer)
-#define LF_WATCH 0
-#else
-#define LF_WATCH 1
-#endif
 #define LF_PAGES 8
 
 static struct {
@@ -366,28 +359,6 @@ static struct {
     atomic_long round, freed, held, armed;
     long bad;
 } lf;
-
-static int lf_watch(void *p)
-{
-#if LF_WATCH && defined(PERF_ATTR_SIZE_VER7) /* sigtrap: Linux 5.13 */
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.type = PERF_TYPE_BREAKPOINT;
-    a.size = sizeof a;
-    a.bp_type = HW_BREAKPOINT_W;
-    a.bp_addr = (uintptr_t)p;
-    a.bp_len = HW_BREAKPOINT_LEN_4;
-    a.sample_period = 1;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    a.sigtrap = 1;
-    a.remove_on_exec = 1;
-    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-#else
-    (void)p;
-    return -1;
-#endif
-}
 
 /* The opener has just written the word (its CAS): hold it until the waiter
  * has freed the latch, for 1 ms at most. */
@@ -413,7 +384,7 @@ static void *lf_opener(void *arg)
             sched_yield();
         }
         atomic_store(&lf.round, r);
-        int fd = lf_watch((void *)&l->word);
+        int fd = watch_writes((void *)&l->word);
         if (fd >= 0) atomic_fetch_add(&lf.armed, 1);
         /* Odd rounds abort, even ones open; l may be gone before this returns. */
         if ((r % 2 ? sqf_latch_abort(l) : sqf_latch_count_down(l, 1)) != 0) lf.bad++;
@@ -430,6 +401,7 @@ static void test_free_at_once(void)
         CHECK(pages != MAP_FAILED);
         if (pages == MAP_FAILED) return;
     }
+    watch_traps(); /* before our handler replaces its probe's */
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = lf_trap;
@@ -482,9 +454,9 @@ static void test_free_at_once(void)
 #if defined(__x86_64__) || defined(__i386__)
     if (armed > 0) CHECK(held > 0); /* x86 traps after the write: the hold works */
 #endif
-    printf("free at once: %ld rounds, watchpoint armed in %ld, latch freed while the opener "
-           "was held just after its CAS in %ld\n",
-           rounds, armed, held);
+    printf("free at once: %ld rounds, watchpoint armed in %ld (%s), latch freed while the "
+           "opener was held just after its CAS in %ld\n",
+           rounds, armed, watch_status(armed), held);
 }
 
 int main(void)

@@ -9,14 +9,12 @@
 #include <sys/mman.h>
 #include <time.h>
 #if defined(__linux__)
-#include <linux/hw_breakpoint.h>
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
 #endif
 
 #include <squarefree.h>
 
 #include "check.h"
+#include "watchpoint.h"
 #include "wait.h"
 
 static unsigned value_of(sqf_sem *s)
@@ -453,7 +451,7 @@ static void test_overflow_wakes_nobody(void)
  * then failed at once in every build (a fault; under ASan a
  * heap-use-after-free; under TSan a race report).  Where
  * the watchpoint is not available (no perf events, kernel < 5.13, no debug
- * registers; and under TSan, see UAF_WATCH), the rounds run unheld; the
+ * registers, a VM that never traps; and under TSan: tests/watchpoint.h), the rounds run unheld; the
  * old code then escapes except under TSan, which reports its read of
  * `waiters` as a race with the scribbling every time, since nothing orders
  * the two.
@@ -474,14 +472,6 @@ static void test_overflow_wakes_nobody(void)
 #else
 #define UAF_HEAP 0
 #endif
-/* TSan runs a synchronous signal's handler inside its own atomic operation,
- * with its internal locks held, so a handler that uses atomics deadlocks. */
-#if defined(__SANITIZE_THREAD__) || UAF_HAS_FEATURE(thread_sanitizer)
-#define UAF_WATCH 0
-#else
-#define UAF_WATCH 1
-#endif
-
 #define UAF_PAGES   16
 #define UAF_HOLD_NS SQF_MS
 
@@ -499,31 +489,6 @@ static struct {
     atomic_long armed; /* rounds with a watchpoint */
     long bad;          /* releases that did not return 0 */
 } uaf;
-
-/* Arm a hardware watchpoint on this thread's writes to the 4 bytes at p: a
- * write traps (SIGTRAP) as soon as the instruction completes.  Returns the
- * perf event's descriptor (close it to disarm), or -1 if not available. */
-static int uaf_watch(void *p)
-{
-#if UAF_WATCH && defined(__linux__) && defined(PERF_ATTR_SIZE_VER7) /* sigtrap: Linux 5.13 */
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.type = PERF_TYPE_BREAKPOINT;
-    a.size = sizeof a;
-    a.bp_type = HW_BREAKPOINT_W;
-    a.bp_addr = (uintptr_t)p;
-    a.bp_len = HW_BREAKPOINT_LEN_4;
-    a.sample_period = 1;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    a.sigtrap = 1;
-    a.remove_on_exec = 1; /* required with sigtrap */
-    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-#else
-    (void)p;
-    return -1;
-#endif
-}
 
 /* The releaser has just written the semaphore's state word: that is its
  * compare-and-swap (or, rarely, a failed one, which writes the old value
@@ -561,7 +526,7 @@ static void *uaf_releaser(void *arg)
         /* Give up on the watchpoint if it never lets the taker in (where
          * it traps before the write rather than after it). */
         long armed = atomic_load(&uaf.armed);
-        int fd = armed < 64 || atomic_load(&uaf.held) > 0 ? uaf_watch(s) : -1;
+        int fd = armed < 64 || atomic_load(&uaf.held) > 0 ? watch_writes(s) : -1;
         if (fd >= 0) atomic_fetch_add(&uaf.armed, 1);
         if (sqf_sem_release(s, 1) != 0) uaf.bad++; /* s may be gone before this returns */
         if (fd >= 0) close(fd);
@@ -577,6 +542,7 @@ static void test_free_after_take_glibc12674(void)
         CHECK(pages != MAP_FAILED);
         if (pages == MAP_FAILED) return;
     }
+    watch_traps(); /* before our handler replaces its probe's */
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = uaf_trap;
@@ -649,10 +615,7 @@ static void test_free_after_take_glibc12674(void)
     printf("glibc 12674: %ld rounds (%ld spinning, %ld timed, %ld blocking takers), "
            "watchpoint armed in %ld (%s); the semaphore was freed while its releaser was "
            "held just after publishing the permit in %ld\n",
-           rounds, modes[UAF_SPIN], modes[UAF_TIMED], modes[UAF_BLOCK], armed,
-           !UAF_WATCH ? "off under TSan"
-           : armed    ? "perf breakpoint"
-                      : "perf events not available",
+           rounds, modes[UAF_SPIN], modes[UAF_TIMED], modes[UAF_BLOCK], armed, watch_status(armed),
            held);
 }
 
