@@ -34,6 +34,7 @@
  * holder reads everything it needs (next, fn, arg) before.
  */
 #include <limits.h>
+#include <pthread.h>
 
 #include <squarefree/mutex.h>
 
@@ -143,7 +144,12 @@ bool sqf_mutex_drain_(sqf_mutex *m, sqf_deadline *since)
         return false;
     }
     sqf_mutex_unlock(&b->lock);
+    if (!take) return true;
 
+    /* Other threads' sections must not act on a cancellation aimed at this
+     * thread: unwinding here would strand every request still in `take`. */
+    int cancel_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     for (struct request *r = take, *next; r; r = next) {
         next = r->next;
         r->fn(r->arg);
@@ -151,7 +157,8 @@ bool sqf_mutex_drain_(sqf_mutex *m, sqf_deadline *since)
          * DONE.  After this store the node may be gone. */
         at_store(&r->state, REQ_DONE, REL);
     }
-    if (take) wake_bucket(b);
+    pthread_setcancelstate(cancel_state, NULL);
+    wake_bucket(b);
     return true;
 }
 

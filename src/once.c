@@ -12,6 +12,8 @@
  */
 #include <squarefree/once.h>
 
+#include <pthread.h>
+
 #include "atomic.h"
 #include "cancel_wait.h"
 
@@ -37,6 +39,17 @@ static void finish_run(sqf_word *w, uint32_t to)
     if (old & ONCE_SLEEPERS) sqf_wake(w, INT32_MAX, (old & ONCE_SHARED) != 0);
 }
 
+struct run_end {
+    sqf_word *w;
+    uint32_t shared;
+};
+
+static void run_cancelled(void *arg)
+{
+    struct run_end *end = arg;
+    finish_run(end->w, end->shared);
+}
+
 static int run(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline,
                const sqf_cancel *tok)
 {
@@ -49,11 +62,16 @@ static int run(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadli
             /* Not run (or the last run failed): claim the run.  ACQ orders
              * us after a failed run's reset, as a mutex would. */
             if (!at_cas(w, &v, v | ONCE_RUNNING, ACQ)) continue;
-            uint32_t shared = v & ONCE_SHARED;
-            int r = fn(arg);
+            struct run_end end = {w, v & ONCE_SHARED};
+            int r;
+            /* A run that is cancelled (fn reached a cancellation point) is a
+             * failed run, as with pthread_once: the next caller runs fn. */
+            pthread_cleanup_push(run_cancelled, &end);
+            r = fn(arg);
+            pthread_cleanup_pop(0);
             /* Nobody else changes the word while we run, except to add
              * SLEEPERS, which the exchange clears (and reports). */
-            finish_run(w, r == 0 ? (shared | ONCE_DONE) : shared);
+            finish_run(w, r == 0 ? (end.shared | ONCE_DONE) : end.shared);
             return r;
         }
         /* Another caller runs fn.  A passed deadline means no waiting. */

@@ -229,7 +229,11 @@ SQF_API int sqf_mutex_unlock_fair(sqf_mutex *m);
  *    variable with *m;
  *  - that it not depend on the thread it runs on (thread-locals, thread id,
  *    signal mask); its state comes through arg;
- *  - that it return normally (no longjmp, pthread_exit or cancellation).
+ *  - that it return normally (no longjmp or pthread_exit).  A request
+ *    that runs on the holder's thread runs with cancellation disabled, so a
+ *    cancellation of the holder acts after the drain; where fn runs on its
+ *    caller's thread (the mutex was free), it is plain code under the lock,
+ *    and a cancellation there leaves *m locked, as it would pthread_mutex.
  *  Requires that the caller not hold *m (the mutex is not recursive: the
  *  call would never return).
  *

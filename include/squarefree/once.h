@@ -29,9 +29,11 @@
  * Requires: fn must not call sqf_once_run or sqf_once_timedrun on the same
  * once, directly or indirectly.  That deadlocks (timedrun: times out), and is
  * not detected, because who runs fn is not recorded (that would cost a
- * thread-id load on every call).  fn must return: a thread that exits, is
- * cancelled or longjmps out of fn leaves the once running for good, and
- * every later caller waits forever.  sqf_once_init must not be called while
+ * thread-id load on every call).  A run of fn that is cancelled
+ * (pthread_cancel, fn at a cancellation point) counts as a failed run, as
+ * with pthread_once: the once returns to "not run" and a sleeper runs fn.
+ * Otherwise fn must return: a thread that exits or longjmps out of fn
+ * leaves the once running for good, and every later caller waits forever.  sqf_once_init must not be called while
  * other threads use the once, and its memory may be reused only after every
  * call on it has returned (the caller that ran fn touches the word last).
  *

@@ -181,6 +181,11 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
             ts.tv_sec = (time_t)(deadline / SQF_SEC);
             ts.tv_nsec = (long)(deadline % SQF_SEC);
         }
+        /* pthread_cond_wait is a cancellation point, and no squarefree wait
+         * may be one: a cancelled sleeper would unwind with its links still
+         * queued on a dead stack.  Cancellation acts after our call. */
+        int cancel_state;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
         pthread_mutex_lock(&s.mu);
         while (s.state == SLEEPING) {
             if (deadline == SQF_FOREVER) {
@@ -192,6 +197,7 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
         }
         result = s.state == GAVE_UP ? -ETIMEDOUT : s.state;
         pthread_mutex_unlock(&s.mu);
+        pthread_setcancelstate(cancel_state, NULL);
         /* Remove the links no waker took (all of them after a time-out). */
         for (int i = 0; i < n; i++) {
             struct bucket *b = lock_link_bucket(&links[i]);
