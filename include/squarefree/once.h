@@ -33,9 +33,10 @@
  * (pthread_cancel, fn at a cancellation point) counts as a failed run, as
  * with pthread_once: the once returns to "not run" and a sleeper runs fn.
  * Otherwise fn must return: a thread that exits or longjmps out of fn
- * leaves the once running for good, and every later caller waits forever.  sqf_once_init must not be called while
- * other threads use the once, and its memory may be reused only after every
- * call on it has returned (the caller that ran fn touches the word last).
+ * leaves the once running for good, and every later caller waits
+ * forever.  sqf_once_init must not be called while other threads use the
+ * once, and its memory may be reused only after every call on it has
+ * returned (the caller that ran fn touches the word last).
  *
  * Errors (every function returns 0 or one of these, and a failed call
  * changes nothing):
