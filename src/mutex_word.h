@@ -14,8 +14,12 @@
 #define MU_SHARED   SQF_MUTEX_SHARED_
 #define MU_COMBINE  (1u << 5)
 
-/* A sleeper older than this asks for a direct hand-off. */
-#define MU_STARVE_NS (1000 * 1000)
+/* A sleeper older than this asks for a direct hand-off.  (Overridable for
+ * the schedule explorer, whose clock is one microsecond per step.) */
+#ifndef SQF_MUTEX_STARVE_NS
+#define SQF_MUTEX_STARVE_NS (1000 * 1000)
+#endif
+#define MU_STARVE_NS SQF_MUTEX_STARVE_NS
 
 /* An unlock that keeps finding new combining requests stops running them
  * after this long (past its first batch) and passes the lock on instead. */

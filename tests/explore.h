@@ -30,6 +30,11 @@ struct explore_case {
     int timeout_rate;           /* per 1000 choices; 0 when nothing waits with a deadline */
 };
 
+/* The seed of the schedule being run, for a setup that varies the case's
+ * own parameters (derive them from this, never from a counter, so that a
+ * replayed seed replays them too). */
+static uint64_t explore_seed;
+
 /* Bodies record a broken invariant here (the first one wins). */
 static const char *explore_violation;
 #define EXPLORE_REQUIRE(cond)                                                                      \
@@ -54,6 +59,7 @@ static int explore(const struct explore_case *c)
         struct dsched_opts o = {0, 200000, 10, c->timeout_rate};
         o.pct_depth = seed % 2 ? 0 : 1 + (int)(seed / 2 % 3);
         explore_violation = NULL;
+        explore_seed = seed;
         if (c->setup) c->setup();
         struct dsched_result r = dsched_run(c->threads, c->body, NULL, seed, &o);
         const char *bad = r.failed            ? r.why

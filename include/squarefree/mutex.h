@@ -152,8 +152,11 @@ typedef struct sqf_mutex {
 
 /** How long an unlock keeps running combining requests that arrive while it
  *  runs earlier ones (beyond its first batch) before it passes the mutex on,
- *  in nanoseconds (see sqf_mutex_combine). */
+ *  in nanoseconds (see sqf_mutex_combine).  As SQF_MUTEX_SPIN_NS, a library
+ *  build setting. */
+#ifndef SQF_MUTEX_COMBINE_NS
 #define SQF_MUTEX_COMBINE_NS 1000000
+#endif
 
 /** Initialise *m unlocked.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
  *  only for SQF_SHARED or to reuse memory; zeroed memory is a valid mutex.

@@ -14,7 +14,8 @@
  * back of the target's queue.  At any choice the scheduler may, at the
  * configured rates, end a sleep spuriously (EINTR) or by time-out (the
  * simulated clock jumps to the deadline, so the primitive's own deadline
- * checks agree).  When nobody can run, the earliest deadline fires; if there
+ * checks agree), or deliver a wake-up at the sleeper's deadline (woken,
+ * with its deadline passed as it runs).  When nobody can run, the earliest deadline fires; if there
  * is none, the run has deadlocked. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -294,6 +295,18 @@ static int first_on(sqf_word *word, int *j)
     return best;
 }
 
+/* Wake sleeper i (its word j).  At the time-out rate, the wake-up lands at
+ * the sleeper's deadline: it returns woken, but its deadline has passed by
+ * the time it looks (the time-out racing a hand-off, which an injected
+ * time-out, ending only a sleep, cannot produce). */
+static void wake_one(int i, int j)
+{
+    if (S.t[i].deadline != SQF_FOREVER && S.o.timeout_rate &&
+        rnd() % 1000 < (uint64_t)S.o.timeout_rate && S.t[i].deadline > S.now)
+        S.now = S.t[i].deadline;
+    unblock(i, j);
+}
+
 int sqf_wake(sqf_word *word, int n, bool shared)
 {
     (void)shared;
@@ -301,7 +314,7 @@ int sqf_wake(sqf_word *word, int n, bool shared)
     sqf_dsched_point();
     int woken = 0, i, j = 0;
     while (woken < n && (i = first_on(word, &j)) >= 0) {
-        unblock(i, j);
+        wake_one(i, j);
         woken++;
     }
     return woken;
@@ -315,7 +328,7 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
     if (at_peek(from) != expected) return -EAGAIN;
     int woken = 0, moved = 0, i, j = 0;
     while (woken < nwake && (i = first_on(from, &j)) >= 0) {
-        unblock(i, j);
+        wake_one(i, j);
         woken++;
     }
     while (moved < nmove && (i = first_on(from, &j)) >= 0) {

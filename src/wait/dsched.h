@@ -30,7 +30,8 @@ struct dsched_opts {
     int pct_depth;     /* 0: uniformly random choice at every point; d >= 1: PCT with d */
     long max_steps;    /* a run longer than this fails (livelock or a lost wake-up) */
     int spurious_rate; /* per 1000 choices: a sleeper returns EINTR without a wake */
-    int timeout_rate;  /* per 1000 choices: a sleeper with a deadline times out now */
+    int timeout_rate;  /* per 1000 choices: a sleeper with a deadline times out now;
+                          and per 1000 wake-ups: one lands at the sleeper's deadline */
 };
 
 struct dsched_result {
