@@ -3,7 +3,8 @@
  * - once: fn runs exactly once, first attempt failing (nonzero) so another
  *   caller retries; every caller that returns 0 sees fn's effect;
  * - barrier: 3 parties, 2 phases; nobody leaves a phase before all arrived;
- *   indices of a phase are distinct;
+ *   indices of a phase are distinct; an abort breaks the phase for every
+ *   waiter, and after a reset a full phase completes;
  * - rwlock: writers exclusive, readers only with readers, a timed writer;
  * - countdown: up/down from several threads; wait returns only at 0;
  * - cancellation: a lock wait cancelled while the holder unlocks never
@@ -79,21 +80,69 @@ static const char *check_barrier(void)
     return seen_index[0] == 7 && seen_index[1] == 7 ? NULL : "a party missing from a phase";
 }
 
+/* --- barrier abort, then reset and a full phase ------------------------------ */
+static sqf_countdown out; /* the two parties that saw the break and left */
+static sqf_event reset_done;
+static int bres[2][3];
+
+static void setup_abort(void)
+{
+    sqf_barrier_init(&bar, 3, SQF_PRIVATE);
+    sqf_countdown_init(&out, 2, SQF_PRIVATE);
+    sqf_event_init(&reset_done, SQF_PRIVATE);
+    for (int i = 0; i < 3; i++)
+        bres[0][i] = bres[1][i] = -1;
+}
+
+static void body_abort(int id, void *arg)
+{
+    (void)arg;
+    if (id == 2) { /* breaks the first phase, repairs the barrier, joins the second */
+        bres[0][2] = sqf_barrier_abort(&bar);
+        EXPLORE_REQUIRE(sqf_countdown_wait(&out) == 0);
+        EXPLORE_REQUIRE(sqf_barrier_reset(&bar) == 0); /* nobody is inside */
+        EXPLORE_REQUIRE(sqf_event_set(&reset_done) == 0);
+    } else {
+        bres[0][id] = sqf_barrier_wait(&bar, NULL);
+        EXPLORE_REQUIRE(sqf_countdown_down(&out) == 0);
+        EXPLORE_REQUIRE(sqf_event_wait(&reset_done) == 0);
+    }
+    bres[1][id] = sqf_barrier_wait(&bar, NULL);
+}
+
+static const char *check_abort(void)
+{
+    if (bres[0][0] != EPIPE || bres[0][1] != EPIPE || bres[0][2] != 0)
+        return "the aborted phase did not break for every waiter";
+    if (bres[1][0] || bres[1][1] || bres[1][2]) return "the phase after reset did not complete";
+    return NULL;
+}
+
 /* --- rwlock ----------------------------------------------------------------------- */
 static sqf_rwlock rw;
 static int readers, writers, done_ops, gaveup;
+static int nreaders, nthreads; /* threads 0..nreaders-1 read, the rest write */
 
 static void setup_rw(void)
 {
     sqf_rwlock_init(&rw, SQF_PRIVATE);
     readers = writers = done_ops = gaveup = 0;
+    nreaders = 2;
+    nthreads = 4;
+}
+
+static void setup_rw_3r2w(void)
+{
+    setup_rw();
+    nreaders = 3;
+    nthreads = 5;
 }
 
 static void body_rw(int id, void *arg)
 {
     (void)arg;
     for (int i = 0; i < 2; i++) {
-        if (id < 2) {
+        if (id < nreaders) {
             EXPLORE_REQUIRE(sqf_rwlock_rdlock(&rw) == 0);
             readers++;
             EXPLORE_REQUIRE(writers == 0);
@@ -102,8 +151,8 @@ static void body_rw(int id, void *arg)
             readers--;
             EXPLORE_REQUIRE(sqf_rwlock_rdunlock(&rw) == 0);
         } else {
-            int r = id == 3 && i == 1 ? sqf_rwlock_timedwrlock(&rw, sqf_after(20000))
-                                      : sqf_rwlock_wrlock(&rw);
+            int r = id == nthreads - 1 && i == 1 ? sqf_rwlock_timedwrlock(&rw, sqf_after(20000))
+                                                 : sqf_rwlock_wrlock(&rw);
             EXPLORE_REQUIRE(r == 0 || r == ETIMEDOUT);
             if (r) {
                 gaveup++;
@@ -121,7 +170,7 @@ static void body_rw(int id, void *arg)
 
 static const char *check_rw(void)
 {
-    if (done_ops + gaveup != 8) return "an operation neither completed nor gave up";
+    if (done_ops + gaveup != 2 * nthreads) return "an operation neither completed nor gave up";
     if (sqf_rwlock_trywrlock(&rw) != 0) return "the lock is left held";
     sqf_rwlock_wrunlock(&rw);
     return NULL;
@@ -208,12 +257,15 @@ static const char *check_cancel(void)
 int main(void)
 {
     struct explore_case cases[] = {
-        {"once, first attempt fails, 3 callers", 3, setup_once, body_once, check_once, 4000, 0},
-        {"barrier 3 parties, 2 phases", 3, setup_barrier, body_barrier, check_barrier, 4000, 0},
-        {"rwlock 2 readers, 2 writers (one timed)", 4, setup_rw, body_rw, check_rw, 4000, 20},
-        {"countdown up/down/wait", 3, setup_cd, body_cd, check_cd, 4000, 0},
+        {"once, first attempt fails, 3 callers", 3, setup_once, body_once, check_once, 15000, 0},
+        {"barrier 3 parties, 2 phases", 3, setup_barrier, body_barrier, check_barrier, 6000, 0},
+        {"barrier abort, reset, then a full phase", 3, setup_abort, body_abort, check_abort, 6000,
+         0},
+        {"rwlock 2 readers, 2 writers (one timed)", 4, setup_rw, body_rw, check_rw, 6000, 20},
+        {"rwlock 3 readers, 2 writers (one timed)", 5, setup_rw_3r2w, body_rw, check_rw, 6000, 20},
+        {"countdown up/down/wait", 3, setup_cd, body_cd, check_cd, 9000, 0},
         {"mutex lock cancelled while the holder unlocks", 3, setup_cancel, body_cancel,
-         check_cancel, 4000, 0},
+         check_cancel, 5000, 0},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
         explore(&cases[i]);

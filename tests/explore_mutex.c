@@ -83,9 +83,9 @@ static const char *check_combine(void)
 int main(void)
 {
     struct explore_case lock = {
-        "mutex lock/timedlock/unlock_fair, 3 threads", 3, setup, body, check, 4000, 20};
+        "mutex lock/timedlock/unlock_fair, 3 threads", 3, setup, body, check, 8000, 20};
     struct explore_case comb = {
-        "mutex combine, 3 threads", 3, setup, body_combine, check_combine, 2000, 0};
+        "mutex combine, 3 threads", 3, setup, body_combine, check_combine, 10000, 0};
     explore(&lock);
     explore(&comb);
     return 0;

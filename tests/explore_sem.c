@@ -79,14 +79,14 @@ int main(void)
                                  setup,
                                  body,
                                  check,
-                                 4000,
+                                 8000,
                                  20};
     struct explore_case pair = {"sem two sleepers, two concurrent release(1) (GCC PR 98033)",
                                 4,
                                 setup,
                                 body_pair,
                                 check_pair,
-                                4000,
+                                8000,
                                 0};
     explore(&mixed);
     explore(&pair);

@@ -145,19 +145,19 @@ int main(void)
                                setup_cond,
                                body_signal,
                                check_signal,
-                               4000,
+                               8000,
                                0};
     struct explore_case bc = {"cond broadcast with requeue and a timed waiter",
                               4,
                               setup_cond,
                               body_broadcast,
                               check_broadcast,
-                              4000,
+                              8000,
                               20};
     struct explore_case evc = {
-        "event set, 2 waiters and a timed one", 4, setup_event, body_event, check_event, 4000, 20};
+        "event set, 2 waiters and a timed one", 4, setup_event, body_event, check_event, 10000, 20};
     struct explore_case lat = {
-        "latch count 2, 2 waiters", 4, setup_event, body_latch, check_latch, 4000, 0};
+        "latch count 2, 2 waiters", 4, setup_event, body_latch, check_latch, 15000, 0};
     explore(&sig);
     explore(&bc);
     explore(&evc);
