@@ -42,11 +42,28 @@ static const char *explore_violation;
         if (!(cond) && !explore_violation) explore_violation = #cond;                              \
     } while (0)
 
+/* Under a sanitizer every step costs several times more, and the schedules
+ * are the same ones: the full budget runs in the plain builds (release,
+ * portable), a fraction under ASan (1/4) and TSan (1/8), enough for the
+ * sanitizers to see every path the cases take. */
+#if defined(__has_feature)
+#define EXPLORE_FEATURE(x) __has_feature(x)
+#else
+#define EXPLORE_FEATURE(x) 0
+#endif
+#if defined(__SANITIZE_THREAD__) || EXPLORE_FEATURE(thread_sanitizer)
+#define EXPLORE_SCALE 8
+#elif defined(__SANITIZE_ADDRESS__) || EXPLORE_FEATURE(address_sanitizer)
+#define EXPLORE_SCALE 4
+#else
+#define EXPLORE_SCALE 1
+#endif
+
 static long explore_budget(long dflt)
 {
     const char *e = getenv("SQF_EXPLORE_SCHEDULES");
     long n = e ? atol(e) : 0;
-    return n > 0 ? n : dflt;
+    return n > 0 ? n : dflt / EXPLORE_SCALE;
 }
 
 static int explore(const struct explore_case *c)
