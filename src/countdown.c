@@ -185,7 +185,10 @@ static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *
             break;
         }
         if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
-            result = ETIMEDOUT;
+            /* st may be older than the deadline: decide on a read made
+             * after it (the count may have reached zero in between). */
+            st = at_load64(state, ACQ);
+            result = cd_count(st) == 0 || cd_gen(st) != gen ? 0 : ETIMEDOUT;
             break;
         }
         /* Announce ourselves in a step that still finds the count non-zero

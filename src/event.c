@@ -75,7 +75,10 @@ static int wait_slow(sqf_event *e, sqf_deadline deadline, const sqf_cancel *tok)
             break;
         }
         if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
-            result = ETIMEDOUT;
+            /* v may be older than the deadline (a set may have come between
+             * our read and it): decide on a read made after it. */
+            v = at_load(w, ACQ);
+            result = (v & EV_SET) || (v >> 3) != gen ? 0 : ETIMEDOUT;
             break;
         }
         if (!(v & EV_WAITERS) && !at_cas(w, &v, v | EV_WAITERS, ACQ)) continue;

@@ -124,7 +124,11 @@ static int wait_slow(sqf_latch *l, sqf_deadline deadline, const sqf_cancel *tok)
         result = la_outcome(v);
         if (result >= 0) break;
         if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
-            result = ETIMEDOUT;
+            /* v may be older than the deadline: decide on a read made
+             * after it (the latch may have opened in between). */
+            v = at_load(w, ACQ);
+            result = la_outcome(v);
+            if (result < 0) result = ETIMEDOUT;
             break;
         }
         /* ACQ: on failure v may show the latch open, and we return on it. */
