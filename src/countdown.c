@@ -163,6 +163,13 @@ int sqf_countdown_down(sqf_countdown *c)
     return sqf_countdown_down_n(c, 1);
 }
 
+/* A wait that began at generation gen is over: zero now, or zero since it
+ * began (and counted up again). */
+static inline bool cd_reached(uint64_t st, uint32_t gen)
+{
+    return cd_count(st) == 0 || cd_gen(st) != gen;
+}
+
 static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!c) return EINVAL;
@@ -179,8 +186,7 @@ static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *
     at_add(cd_waiters(c), 1, RLX);
     int result;
     for (;;) {
-        /* Zero now, or zero since we began (and counted up again). */
-        if (cd_count(st) == 0 || cd_gen(st) != gen) {
+        if (cd_reached(st, gen)) {
             result = 0;
             break;
         }
@@ -188,7 +194,7 @@ static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *
             /* st may be older than the deadline: decide on a read made
              * after it (the count may have reached zero in between). */
             st = at_load64(state, ACQ);
-            result = cd_count(st) == 0 || cd_gen(st) != gen ? 0 : ETIMEDOUT;
+            result = cd_reached(st, gen) ? 0 : ETIMEDOUT;
             break;
         }
         /* Announce ourselves in a step that still finds the count non-zero
@@ -200,7 +206,7 @@ static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *
         st = at_load64(state, ACQ);
         /* Cancelled before the count reached zero: leave (a zero wakes
          * every sleeper, so leaving consumes nothing). */
-        if ((r == ECANCELED || r == ENOTSUP) && cd_count(st) != 0 && cd_gen(st) == gen) {
+        if ((r == ECANCELED || r == ENOTSUP) && !cd_reached(st, gen)) {
             result = r;
             break;
         }

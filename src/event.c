@@ -59,6 +59,13 @@ int sqf_event_clear(sqf_event *e)
     return 0;
 }
 
+/* A wait that began at generation gen is over: set now, or set since it
+ * began (and cleared again). */
+static inline bool ev_reached(uint32_t v, uint32_t gen)
+{
+    return (v & EV_SET) || (v >> 3) != gen;
+}
+
 static int wait_slow(sqf_event *e, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!e) return EINVAL;
@@ -69,8 +76,7 @@ static int wait_slow(sqf_event *e, sqf_deadline deadline, const sqf_cancel *tok)
     at_add(ev_waiters(e), 1, RLX);
     int result;
     for (;;) {
-        /* Set now, or set since we started (and cleared again). */
-        if ((v & EV_SET) || (v >> 3) != gen) {
+        if (ev_reached(v, gen)) {
             result = 0;
             break;
         }
@@ -78,13 +84,13 @@ static int wait_slow(sqf_event *e, sqf_deadline deadline, const sqf_cancel *tok)
             /* v may be older than the deadline (a set may have come between
              * our read and it): decide on a read made after it. */
             v = at_load(w, ACQ);
-            result = (v & EV_SET) || (v >> 3) != gen ? 0 : ETIMEDOUT;
+            result = ev_reached(v, gen) ? 0 : ETIMEDOUT;
             break;
         }
         if (!(v & EV_WAITERS) && !at_cas(w, &v, v | EV_WAITERS, ACQ)) continue;
         int r = sqf_wait_cancellable(w, v | EV_WAITERS, deadline, v & EV_SHARED, tok);
         v = at_load(w, ACQ);
-        if ((r == ECANCELED || r == ENOTSUP) && !(v & EV_SET) && (v >> 3) == gen) {
+        if ((r == ECANCELED || r == ENOTSUP) && !ev_reached(v, gen)) {
             result = r; /* nothing consumed: set wakes all anyway */
             break;
         }

@@ -1,15 +1,21 @@
-/* explore_race.c: named regression, "a time-out racing a hand-off", for
- * every primitive with a timed wait, under the deterministic scheduler.
+/* explore_race.c: named regressions, "a time-out racing a hand-off" and "a
+ * cancellation racing a hand-off", for every primitive that waits, under
+ * the deterministic scheduler.
  *
- * The shape (a waiter's deadline passes at the very step at which a permit,
- * the lock, a signal or a phase is handed to it) lost wake-ups in peers:
- * a timed-out waiter that had been chosen by the wake-up swallows it, and
- * another waiter sleeps for ever beside a free resource.  Each case pairs a
- * timed waiter with an untimed one, whom the scheduler's deadlock detection
- * watches; time-outs are injected at a high rate (and the simulated clock
- * reaches the short deadlines too), so they land at every step of the hand-
- * off.  Safety: permits and items are conserved, locks are exclusive and
- * left free, a barrier phase completes for all or breaks for all.
+ * The shape (a waiter gives up at the very step at which a permit, the
+ * lock, a signal, the end of a run or a phase is handed to it) lost
+ * wake-ups in peers: a waiter chosen by the wake-up leaves and swallows it,
+ * and another sleeps for ever beside a free resource.  Each case pairs a
+ * waiter that may give up with an untimed one, whom the scheduler's
+ * deadlock detection watches.  Every case runs twice, through the _until
+ * form of its wait, which takes both causes: once giving up by deadline
+ * (time-outs injected at a high rate, wake-ups landing at the deadline,
+ * and a deadline per schedule so that its natural expiry falls at every
+ * step), once by a token that a last thread cancels at a random step.  A
+ * waiter that gives up returns ETIMEDOUT or ECANCELED having taken nothing;
+ * one that returns 0 has it.  Safety: permits and items are conserved,
+ * locks are exclusive and left free, fn runs once, a barrier phase
+ * completes for all or breaks for all.
  */
 #include <errno.h>
 
@@ -17,38 +23,53 @@
 
 #include "explore.h"
 
-/* The timed waiter's deadline: a different one in each schedule (from its
- * seed), 10 to 160 steps away, so that its natural expiry (not only an
- * injected time-out, which can only end a sleep) falls at every step of a
- * hand-off, including the few between a wake-up and the woken thread's next
- * look at the word. */
-static int64_t short_ns;
+enum { BY_TIMEOUT, BY_CANCEL };
+static int mode;
+static sqf_cancel tok;
+static int64_t short_ns; /* BY_TIMEOUT: the giving-up waiter's deadline, from now */
 
-static int got, timedout, inside, bad_result;
+static int got, gaveup, inside, bad_result;
 
-static void reset_counts(void)
+/* Every case's setup starts here.  The deadline differs per schedule (from
+ * its seed, so that a replay has it too): 10 to 160 steps away. */
+static void reset(void)
 {
-    got = timedout = inside = bad_result = 0;
+    sqf_cancel_init(&tok, NULL, SQF_FOREVER);
+    got = gaveup = inside = bad_result = 0;
     short_ns = (int64_t)(10 + explore_seed * 37 % 151) * 1000;
+}
+
+/* What the giving-up waiter passes to an _until form, and what it gets. */
+static sqf_deadline until(void)
+{
+    return mode == BY_TIMEOUT ? sqf_after(short_ns) : SQF_FOREVER;
+}
+static const sqf_cancel *token(void)
+{
+    return mode == BY_CANCEL ? &tok : NULL;
+}
+static int gave_up(void)
+{
+    return mode == BY_TIMEOUT ? ETIMEDOUT : ECANCELED;
 }
 
 static void count(int r)
 {
     if (r == 0)
         got++;
-    else if (r == ETIMEDOUT)
-        timedout++;
+    else if (r == gave_up())
+        gaveup++;
     else
         bad_result++;
 }
 
-/* --- mutex: unlock_fair hands the lock to a sleeper that is timing out ---- */
+/* --- mutex: unlock_fair and unlock hand the lock to a waiter giving up ---- */
 static sqf_mutex mu;
 
 static void setup_mutex(void)
 {
     sqf_mutex_init(&mu, SQF_PRIVATE);
-    reset_counts();
+    reset();
 }
 
 /* Long enough (in steps) that the others stop spinning and go to sleep. */
@@ -69,9 +90,9 @@ static void body_mutex(int id, void *arg)
             critical(30);
             EXPLORE_REQUIRE((i ? sqf_mutex_unlock(&mu) : sqf_mutex_unlock_fair(&mu)) == 0);
         }
-    } else if (id == 1) { /* timed, twice */
+    } else if (id == 1) { /* may give up, twice */
         for (int i = 0; i < 2; i++) {
-            int r = sqf_mutex_timedlock(&mu, sqf_after(short_ns));
+            int r = sqf_mutex_lock_until(&mu, until(), token());
             count(r);
             if (r == 0) {
                 critical(1);
@@ -89,19 +110,19 @@ static void body_mutex(int id, void *arg)
 
 static const char *check_mutex(void)
 {
-    if (bad_result) return "timedlock returned neither 0 nor ETIMEDOUT";
+    if (bad_result) return "lock_until returned neither 0 nor its give-up code";
     if (sqf_mutex_trylock(&mu) != 0) return "the mutex is left locked";
     sqf_mutex_unlock(&mu);
     return NULL;
 }
 
-/* --- sem: release(1) to a timed acquirer timing out, beside an untimed one - */
+/* --- sem: release(1) racing a waiter that gives up, beside an untimed one -- */
 static sqf_sem sem;
 
 static void setup_sem(void)
 {
     sqf_sem_init(&sem, 0, 0, SQF_PRIVATE);
-    reset_counts();
+    reset();
 }
 
 static void body_sem(int id, void *arg)
@@ -112,7 +133,7 @@ static void body_sem(int id, void *arg)
         dsched_yield();
         EXPLORE_REQUIRE(sqf_sem_release(&sem, 1) == 0);
     } else if (id == 1) {
-        count(sqf_sem_timedacquire(&sem, sqf_after(short_ns)));
+        count(sqf_sem_acquire_until(&sem, until(), token()));
     } else {
         EXPLORE_REQUIRE(sqf_sem_acquire(&sem) == 0);
     }
@@ -122,13 +143,13 @@ static const char *check_sem(void)
 {
     unsigned v = 99;
     sqf_sem_getvalue(&sem, &v);
-    if (bad_result) return "timedacquire returned neither 0 nor ETIMEDOUT";
-    /* 2 released = the timed taker's + the untimed one's + what is left */
+    if (bad_result) return "acquire_until returned neither 0 nor its give-up code";
+    /* 2 released = the giving-up taker's + the untimed one's + what is left */
     if ((int)v != 2 - got - 1) return "a permit was lost or duplicated";
     return NULL;
 }
 
-/* --- cond: a signal racing a timed waiter's time-out, beside an untimed one - */
+/* --- cond: a signal racing a waiter that gives up, beside an untimed one --- */
 static sqf_cond cv;
 static int items;
 
@@ -137,7 +158,7 @@ static void setup_cond(void)
     sqf_mutex_init(&mu, SQF_PRIVATE);
     sqf_cond_init(&cv, SQF_PRIVATE);
     items = 0;
-    reset_counts();
+    reset();
 }
 
 static void body_cond(int id, void *arg)
@@ -154,15 +175,15 @@ static void body_cond(int id, void *arg)
         }
     } else if (id == 1) {
         int r = 0;
-        sqf_deadline d = sqf_after(short_ns);
+        sqf_deadline d = until();
         while (items == 0 && r == 0)
-            r = sqf_cond_timedwait(&cv, &mu, d);
-        if (r != 0 && r != ETIMEDOUT) bad_result++;
-        if (items > 0) {
+            r = sqf_cond_wait_until(&cv, &mu, d, token());
+        if (r != 0 && r != gave_up()) bad_result++;
+        if (items > 0) { /* an item counts, whatever the wait returned */
             items--;
             got++;
         } else {
-            timedout++;
+            gaveup++;
         }
     } else {
         while (items == 0)
@@ -174,12 +195,13 @@ static void body_cond(int id, void *arg)
 
 static const char *check_cond(void)
 {
-    if (bad_result) return "timedwait returned neither 0 nor ETIMEDOUT";
+    if (bad_result) return "wait_until returned neither 0 nor its give-up code";
     if (items != 2 - got - 1) return "an item was lost or duplicated";
     return NULL;
 }
 
-/* --- rwlock: the writer's unlock hands over to a timed writer and reader ---- */
+/* --- rwlock: the writer's unlock hands over to a writer and a reader that
+ * may give up; a writer that leaves must let the untimed reader in ------- */
 static sqf_rwlock rw;
 static int readers, writers;
 
@@ -187,7 +209,7 @@ static void setup_rw(void)
 {
     sqf_rwlock_init(&rw, SQF_PRIVATE);
     readers = writers = 0;
-    reset_counts();
+    reset();
 }
 
 static void read_section(void)
@@ -217,23 +239,23 @@ static void body_rw(int id, void *arg)
         write_section();
         EXPLORE_REQUIRE(sqf_rwlock_wrunlock(&rw) == 0);
         break;
-    case 1: /* a timed writer */
-        r = sqf_rwlock_timedwrlock(&rw, sqf_after(short_ns));
+    case 1: /* a writer that may give up */
+        r = sqf_rwlock_wrlock_until(&rw, until(), token());
         count(r);
         if (r == 0) {
             write_section();
             EXPLORE_REQUIRE(sqf_rwlock_wrunlock(&rw) == 0);
         }
         break;
-    case 2: /* a timed reader */
-        r = sqf_rwlock_timedrdlock(&rw, sqf_after(short_ns));
+    case 2: /* a reader that may give up */
+        r = sqf_rwlock_rdlock_until(&rw, until(), token());
         count(r);
         if (r == 0) {
             read_section();
             EXPLORE_REQUIRE(sqf_rwlock_rdunlock(&rw) == 0);
         }
         break;
-    default: /* an untimed reader: a writer that gave up must not strand it */
+    default: /* an untimed reader */
         EXPLORE_REQUIRE(sqf_rwlock_rdlock(&rw) == 0);
         read_section();
         EXPLORE_REQUIRE(sqf_rwlock_rdunlock(&rw) == 0);
@@ -243,13 +265,13 @@ static void body_rw(int id, void *arg)
 
 static const char *check_rw(void)
 {
-    if (bad_result) return "a timed lock returned neither 0 nor ETIMEDOUT";
+    if (bad_result) return "a lock_until returned neither 0 nor its give-up code";
     if (sqf_rwlock_trywrlock(&rw) != 0) return "the lock is left held";
     sqf_rwlock_wrunlock(&rw);
     return NULL;
 }
 
-/* --- barrier: the last arrival racing a timed party's time-out ------------- */
+/* --- barrier: the last arrival racing a party that gives up --------------- */
 static sqf_barrier bar;
 static int res[3];
 
@@ -257,81 +279,162 @@ static void setup_barrier(void)
 {
     sqf_barrier_init(&bar, 3, SQF_PRIVATE);
     res[0] = res[1] = res[2] = -1;
-    reset_counts();
+    reset();
 }
 
 static void body_barrier(int id, void *arg)
 {
     (void)arg;
-    res[id] = id == 1 ? sqf_barrier_timedwait(&bar, sqf_after(short_ns), NULL)
+    res[id] = id == 1 ? sqf_barrier_wait_until(&bar, until(), token(), NULL, NULL, NULL)
                       : sqf_barrier_wait(&bar, NULL);
 }
 
 static const char *check_barrier(void)
 {
-    if (res[0] == 0 && res[1] == 0 && res[2] == 0) return NULL; /* the phase completed */
-    if (res[1] == ETIMEDOUT && res[0] == EPIPE && res[2] == EPIPE) {
-        if (sqf_barrier_reset(&bar) != 0) return "reset failed after a break";
-        return NULL; /* broken for all */
-    }
+    if (res[0] == 0 && res[1] == 0 && res[2] == 0) return NULL;    /* the phase completed */
+    if (res[1] == gave_up() && res[0] == EPIPE && res[2] == EPIPE) /* broken for all */
+        return sqf_barrier_reset(&bar) == 0 ? NULL : "reset failed after a break";
     return "a phase neither completed for all nor broke for all";
 }
 
-/* --- countdown and event: the last down / the set racing a timed wait ------ */
+/* --- latch, countdown, event: the opening call racing a waiter giving up -- */
+static sqf_latch latch;
 static sqf_countdown cd;
 static sqf_event ev;
 static int downs;
 
-static void setup_cd(void)
+static void setup_open(void)
 {
+    sqf_latch_init(&latch, 1, SQF_PRIVATE);
     sqf_countdown_init(&cd, 2, SQF_PRIVATE);
     sqf_event_init(&ev, SQF_PRIVATE);
     downs = 0;
-    reset_counts();
+    reset();
 }
 
-static void body_cd(int id, void *arg)
+static void body_open(int id, void *arg)
 {
     (void)arg;
-    if (id == 0) {
+    int r;
+    if (id == 0) { /* opens all three */
+        EXPLORE_REQUIRE(sqf_latch_count_down(&latch, 1) == 0);
         for (int i = 0; i < 2; i++) {
             downs++;
             EXPLORE_REQUIRE(sqf_countdown_down(&cd) == 0);
         }
         EXPLORE_REQUIRE(sqf_event_set(&ev) == 0);
-    } else if (id == 1) {
-        int r = sqf_countdown_timedwait(&cd, sqf_after(short_ns));
+    } else if (id == 1) { /* may give up on each */
+        count(sqf_latch_wait_until(&latch, until(), token()));
+        r = sqf_countdown_wait_until(&cd, until(), token());
         count(r);
         if (r == 0) EXPLORE_REQUIRE(downs == 2);
-        r = sqf_event_timedwait(&ev, sqf_after(short_ns));
-        count(r);
-    } else {
+        count(sqf_event_wait_until(&ev, until(), token()));
+    } else { /* plain waits: must all return */
+        EXPLORE_REQUIRE(sqf_latch_wait(&latch) == 0);
         EXPLORE_REQUIRE(sqf_countdown_wait(&cd) == 0);
         EXPLORE_REQUIRE(downs == 2);
         EXPLORE_REQUIRE(sqf_event_wait(&ev) == 0);
     }
 }
 
-static const char *check_cd(void)
+static const char *check_open(void)
 {
-    return bad_result ? "a timed wait returned neither 0 nor ETIMEDOUT" : NULL;
+    return bad_result ? "a wait_until returned neither 0 nor its give-up code" : NULL;
 }
+
+/* --- once: a caller that may give up while another runs fn ---------------- */
+static sqf_once once;
+static int runs, effect;
+
+static int once_fn(void *arg)
+{
+    (void)arg;
+    dsched_yield();
+    effect = 1;
+    runs++;
+    return 0;
+}
+
+static void setup_once(void)
+{
+    sqf_once_init(&once, SQF_PRIVATE);
+    runs = effect = 0;
+    reset();
+}
+
+static void body_once(int id, void *arg)
+{
+    (void)arg;
+    if (id == 0) {
+        EXPLORE_REQUIRE(sqf_once_run(&once, once_fn, NULL) == 0);
+        EXPLORE_REQUIRE(effect == 1);
+    } else {
+        int r = sqf_once_run_until(&once, once_fn, NULL, until(), token());
+        count(r);
+        if (r == 0) EXPLORE_REQUIRE(effect == 1);
+    }
+}
+
+static const char *check_once(void)
+{
+    if (bad_result) return "run_until returned neither 0 nor its give-up code";
+    return runs == 1 ? NULL : "fn ran other than once";
+}
+
+/* --- the two runs of every case --------------------------------------------- */
+
+/* In BY_CANCEL runs one more thread, the last, cancels the token. */
+static int workers;
+static void (*worker)(int id, void *arg);
+
+static void body(int id, void *arg)
+{
+    if (id == workers)
+        EXPLORE_REQUIRE(sqf_cancel_cancel(&tok) == 0);
+    else
+        worker(id, arg);
+}
+
+struct shape {
+    const char *what;
+    int workers;
+    void (*setup)(void);
+    void (*body)(int id, void *arg);
+    const char *(*check)(void);
+    long by_timeout, by_cancel; /* schedules per CTest run */
+    int timeout_rate;           /* per 1000 choices, when timing out */
+};
 
 int main(void)
 {
-    /* Time-outs at 150 per 1000 choices: most schedules have one, at any step. */
-    struct explore_case cases[] = {
-        {"timeout racing a hand-off: mutex unlock_fair and unlock", 3, setup_mutex, body_mutex,
-         check_mutex, 6000, 30},
-        {"timeout racing a hand-off: sem release", 3, setup_sem, body_sem, check_sem, 6000, 150},
-        {"timeout racing a hand-off: cond signal", 3, setup_cond, body_cond, check_cond, 6000, 150},
-        {"timeout racing a hand-off: rwlock wrunlock", 4, setup_rw, body_rw, check_rw, 6000, 150},
-        {"timeout racing a hand-off: barrier release", 3, setup_barrier, body_barrier,
-         check_barrier, 6000, 150},
-        {"timeout racing a hand-off: countdown and event", 3, setup_cd, body_cd, check_cd, 6000,
+    static const struct shape shapes[] = {
+        {"mutex unlock_fair and unlock", 3, setup_mutex, body_mutex, check_mutex, 6000, 5000, 30},
+        {"sem release", 3, setup_sem, body_sem, check_sem, 6000, 5000, 150},
+        {"cond signal", 3, setup_cond, body_cond, check_cond, 6000, 5000, 150},
+        {"rwlock wrunlock, a writer ahead of a reader", 4, setup_rw, body_rw, check_rw, 6000, 5000,
          150},
+        {"barrier release", 3, setup_barrier, body_barrier, check_barrier, 6000, 5000, 150},
+        {"latch, countdown and event", 3, setup_open, body_open, check_open, 6000, 5000, 150},
+        {"once", 2, setup_once, body_once, check_once, 5000, 5000, 150},
     };
-    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        explore(&cases[i]);
+    char name[128];
+    for (mode = BY_TIMEOUT; mode <= BY_CANCEL; mode++)
+        for (unsigned i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const struct shape *s = &shapes[i];
+            snprintf(name, sizeof name, "%s racing a hand-off: %s",
+                     mode == BY_TIMEOUT ? "timeout" : "cancel", s->what);
+            workers = s->workers;
+            worker = s->body;
+            /* Time-outs at 150 per 1000 choices: most schedules have one
+             * (the mutex's 30: its waiter must often sleep until woken). */
+            struct explore_case c = {name,
+                                     s->workers + (mode == BY_CANCEL),
+                                     s->setup,
+                                     body,
+                                     s->check,
+                                     mode == BY_TIMEOUT ? s->by_timeout : s->by_cancel,
+                                     mode == BY_TIMEOUT ? s->timeout_rate : 0};
+            explore(&c);
+        }
     return 0;
 }
