@@ -55,11 +55,12 @@ int sqf_wait_cancellable(sqf_word *word, uint32_t expected, sqf_deadline deadlin
                          const sqf_cancel *tok)
 {
     if (!tok) return sqf_wait(word, expected, deadline, shared);
+    /* The token words first, the primitive's word last: see cancel_wait.h
+     * for why the order is the whole of the correctness argument. */
     struct sqf_wait_word w[SQF_WAIT_MAX_WORDS];
     int n = 0;
-    w[n++] = (struct sqf_wait_word){word, expected, shared};
     sqf_deadline tok_deadline = SQF_FOREVER;
-    for (const sqf_cancel *t = tok; t && n < SQF_WAIT_MAX_WORDS; t = t->parent) {
+    for (const sqf_cancel *t = tok; t && n < SQF_WAIT_MAX_WORDS - 1; t = t->parent) {
         sqf_word *tw = tok_word(t);
         uint32_t v = at_load(tw, ACQ);
         /* Announce ourselves so that cancel wakes us (it then sees WAITERS). */
@@ -69,11 +70,15 @@ int sqf_wait_cancellable(sqf_word *word, uint32_t expected, sqf_deadline deadlin
         if (t->deadline && t->deadline < tok_deadline) tok_deadline = t->deadline;
         w[n++] = (struct sqf_wait_word){tw, v | TOK_WAITERS, false};
     }
+    const int mine = n;
+    w[n++] = (struct sqf_wait_word){word, expected, shared};
     if (tok_deadline != SQF_FOREVER && tok_deadline <= sqf_now()) return ECANCELED;
     bool tok_first = tok_deadline < deadline;
     int r = sqf_wait_any(w, n, tok_first ? tok_deadline : deadline);
-    if (r == 0) return SQF_WAIT_WOKEN;
-    if (r > 0) return sqf_cancel_is_cancelled(tok) ? ECANCELED : EINTR;
+    if (r == mine) return SQF_WAIT_WOKEN;
+    /* Woken through a token word only (a wake on ours would have been
+     * reported instead), or not woken at all: nothing of ours consumed. */
+    if (r >= 0) return sqf_cancel_is_cancelled(tok) ? ECANCELED : EINTR;
     switch (-r) {
     case ENOSYS:
         return ENOTSUP;

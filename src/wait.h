@@ -49,12 +49,30 @@ struct sqf_wait_word {
 
 /* Sleep on n words at once (1 <= n <= SQF_WAIT_MAX_WORDS), each only while
  * it holds its expected value, until a wake on any of them dequeues this
- * thread (it is then dequeued from all: one wake-up is consumed, never
- * two), or the deadline passes.  Returns the index (>= 0) of the word whose
+ * thread, or the deadline passes.  Returns the index (>= 0) of a word whose
  * wake (or requeue-wake) dequeued it; -EAGAIN if a word did not hold its
  * value; -ETIMEDOUT; -EINTR for any other return; -ENOSYS if the kernel
- * cannot wait on several words (Linux < 5.16).  Cancellation uses this:
- * a waiter sleeps on its primitive's word and on its tokens' words. */
+ * cannot wait on several words (Linux < 5.16).
+ *
+ * The rule every caller must follow (Linux's futex_waitv, and io_uring's
+ * FUTEX_WAITV, which shares its code):
+ * - A sleeper can be woken through SEVERAL of its words before it runs:
+ *   each wake dequeues only the entry it finds, the others stay queued
+ *   until the sleeper itself runs, and every such wake counts it woken (its
+ *   FUTEX_WAKE returns 1).  Several wake-ups may have been consumed.
+ * - The index returned is the HIGHEST one woken through.  Put the one word
+ *   whose wake-ups carry something that must not be lost (a hand-off, a
+ *   signal) LAST: then a wake-up consumed through it is always reported.
+ *   Every other word must be level-triggered, so that a wake-up consumed
+ *   through it and not reported loses nothing (cancellation tokens: the
+ *   CANCELLED bit stays set, and their wakes wake all).
+ * - A wake is reported in preference to a time-out, a signal or a spurious
+ *   return, and a word that fails its check while being queued (-EAGAIN)
+ *   still reports a wake already taken through a word queued before it.
+ *   So -ETIMEDOUT, -EINTR and -EAGAIN mean that nothing was consumed.
+ * The portable backend counts a sleeper at most once (a waker that finds
+ * it already woken passes over it), which is a special case of the rule.
+ * The deterministic scheduler's simulated futex models the kernel. */
 int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline);
 
 /* Wake up to n (>= 1; INT32_MAX for all) threads sleeping on word.

@@ -26,17 +26,28 @@
 enum { BY_TIMEOUT, BY_CANCEL };
 static int mode;
 static sqf_cancel tok;
-static int64_t short_ns; /* BY_TIMEOUT: the giving-up waiter's deadline, from now */
+static int64_t short_ns; /* when the waiter gives up: its deadline, or the cancel, from now */
 
 static int got, gaveup, inside, bad_result;
+
+/* BY_CANCEL: whether this schedule cancels near a hand-off (a few steps
+ * after the holder calls handing_off(), just before it releases) rather
+ * than at a time on the clock; and how many steps after. */
+static int near_handoff, near_steps, handed;
+static void handing_off(void)
+{
+    handed = 1;
+}
 
 /* Every case's setup starts here.  The deadline differs per schedule (from
  * its seed, so that a replay has it too): 10 to 160 steps away. */
 static void reset(void)
 {
     sqf_cancel_init(&tok, NULL, SQF_FOREVER);
-    got = gaveup = inside = bad_result = 0;
+    got = gaveup = inside = bad_result = handed = 0;
     short_ns = (int64_t)(10 + explore_seed * 37 % 151) * 1000;
+    near_handoff = explore_seed / 8 % 2;
+    near_steps = (int)(explore_seed / 16 % 8);
 }
 
 /* What the giving-up waiter passes to an _until form, and what it gets. */
@@ -88,6 +99,7 @@ static void body_mutex(int id, void *arg)
         for (int i = 0; i < 2; i++) {
             EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
             critical(30);
+            handing_off();
             EXPLORE_REQUIRE((i ? sqf_mutex_unlock(&mu) : sqf_mutex_unlock_fair(&mu)) == 0);
         }
     } else if (id == 1) { /* may give up, twice */
@@ -129,8 +141,10 @@ static void body_sem(int id, void *arg)
 {
     (void)arg;
     if (id == 0) {
+        handing_off();
         EXPLORE_REQUIRE(sqf_sem_release(&sem, 1) == 0);
         dsched_yield();
+        handing_off();
         EXPLORE_REQUIRE(sqf_sem_release(&sem, 1) == 0);
     } else if (id == 1) {
         count(sqf_sem_acquire_until(&sem, until(), token()));
@@ -168,6 +182,7 @@ static void body_cond(int id, void *arg)
     if (id == 0) { /* one item and one signal, twice */
         for (int i = 0; i < 2; i++) {
             items++;
+            handing_off();
             EXPLORE_REQUIRE(sqf_cond_signal(&cv) == 0);
             sqf_mutex_unlock(&mu);
             dsched_yield();
@@ -197,6 +212,52 @@ static const char *check_cond(void)
 {
     if (bad_result) return "wait_until returned neither 0 nor its give-up code";
     if (items != 2 - got - 1) return "an item was lost or duplicated";
+    return NULL;
+}
+
+/* --- cond: a broadcast requeues the sleepers onto the mutex, and
+ * unlock_fair hands the mutex to one of them, which may be giving up ------ */
+static int flag, woke;
+
+static void setup_broadcast(void)
+{
+    setup_cond();
+    flag = woke = 0;
+}
+
+static void body_broadcast(int id, void *arg)
+{
+    (void)arg;
+    EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
+    if (id == 0) {
+        flag = 1;
+        EXPLORE_REQUIRE(sqf_cond_broadcast(&cv) == 0);
+        critical(30); /* the woken one requeues the rest onto mu meanwhile */
+        handing_off();
+        EXPLORE_REQUIRE(sqf_mutex_unlock_fair(&mu) == 0);
+        return;
+    }
+    if (id == 1) {
+        int r = 0;
+        sqf_deadline d = until();
+        while (!flag && r == 0)
+            r = sqf_cond_wait_until(&cv, &mu, d, token());
+        if (r != 0 && r != gave_up()) bad_result++;
+    } else {
+        while (!flag)
+            EXPLORE_REQUIRE(sqf_cond_wait(&cv, &mu) == 0);
+    }
+    woke++;
+    critical(1);
+    EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
+}
+
+static const char *check_broadcast(void)
+{
+    if (bad_result) return "wait_until returned neither 0 nor its give-up code";
+    if (woke != 3) return "a waiter did not return";
+    if (sqf_mutex_trylock(&mu) != 0) return "the mutex is left locked";
+    sqf_mutex_unlock(&mu);
     return NULL;
 }
 
@@ -237,6 +298,7 @@ static void body_rw(int id, void *arg)
     case 0: /* the holder */
         EXPLORE_REQUIRE(sqf_rwlock_wrlock(&rw) == 0);
         write_section();
+        handing_off();
         EXPLORE_REQUIRE(sqf_rwlock_wrunlock(&rw) == 0);
         break;
     case 1: /* a writer that may give up */
@@ -285,6 +347,7 @@ static void setup_barrier(void)
 static void body_barrier(int id, void *arg)
 {
     (void)arg;
+    if (id == 0) handing_off(); /* it may be the last to arrive */
     res[id] = id == 1 ? sqf_barrier_wait_until(&bar, until(), token(), NULL, NULL, NULL)
                       : sqf_barrier_wait(&bar, NULL);
 }
@@ -317,6 +380,7 @@ static void body_open(int id, void *arg)
     (void)arg;
     int r;
     if (id == 0) { /* opens all three */
+        handing_off();
         EXPLORE_REQUIRE(sqf_latch_count_down(&latch, 1) == 0);
         for (int i = 0; i < 2; i++) {
             downs++;
@@ -350,6 +414,7 @@ static int once_fn(void *arg)
 {
     (void)arg;
     dsched_yield();
+    handing_off();
     effect = 1;
     runs++;
     return 0;
@@ -383,16 +448,28 @@ static const char *check_once(void)
 
 /* --- the two runs of every case --------------------------------------------- */
 
-/* In BY_CANCEL runs one more thread, the last, cancels the token. */
+/* In BY_CANCEL runs one more thread, the last, cancels the token: in half
+ * the schedules once the simulated clock reaches short_ns (from the seed,
+ * as a deadline would be), so the cancel lands at every step of a run, not
+ * just its first few; in the other half 0 to 7 steps after the holder
+ * announced a hand-off, so that it often lands between the hand-off's
+ * wake-up and the woken thread's run (the futex_waitv double wake). */
 static int workers;
 static void (*worker)(int id, void *arg);
 
 static void body(int id, void *arg)
 {
-    if (id == workers)
+    if (id == workers) {
+        sqf_deadline at = sqf_after(short_ns);
+        sqf_deadline fallback = sqf_after(1000 * 1000); /* in case nobody hands off */
+        while (near_handoff ? !handed && sqf_now() < fallback : sqf_now() < at)
+            dsched_yield();
+        for (int k = near_handoff ? near_steps : 0; k > 0; k--)
+            dsched_yield();
         EXPLORE_REQUIRE(sqf_cancel_cancel(&tok) == 0);
-    else
+    } else {
         worker(id, arg);
+    }
 }
 
 struct shape {
@@ -411,6 +488,8 @@ int main(void)
         {"mutex unlock_fair and unlock", 3, setup_mutex, body_mutex, check_mutex, 6000, 5000, 30},
         {"sem release", 3, setup_sem, body_sem, check_sem, 6000, 5000, 150},
         {"cond signal", 3, setup_cond, body_cond, check_cond, 6000, 5000, 150},
+        {"cond broadcast, then unlock_fair to a requeued waiter", 4, setup_broadcast,
+         body_broadcast, check_broadcast, 4000, 4000, 30},
         {"rwlock wrunlock, a writer ahead of a reader", 4, setup_rw, body_rw, check_rw, 6000, 5000,
          150},
         {"barrier release", 3, setup_barrier, body_barrier, check_barrier, 6000, 5000, 150},

@@ -29,6 +29,10 @@
  *   no permit, count, place in a queue or wake-up meant for another waiter.
  *   If the call could complete at once it does (a set event, a free
  *   mutex), cancelled token or not: cancellation stops waiting, not work.
+ *   The same holds when the token fires at the very moment the primitive
+ *   is handed to the waiter (an unlock_fair, a writer's turn, a permit, a
+ *   signal): the call takes what was handed to it and returns 0, or
+ *   passes it on before returning ECANCELED; it is never dropped.
  * - On Linux before 5.16 (no futex_waitv) a call that would have to sleep
  *   with a token returns ENOTSUP.
  *

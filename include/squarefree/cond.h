@@ -111,7 +111,8 @@ struct sqf_cancel;
 /** As sqf_cond_timedwait, and gives up with ECANCELED (m held again, no
  *  signal consumed) when `cancel` (may be NULL) or an ancestor is cancelled
  *  or past its deadline (see cancel.h).  A cancelled token does not stop
- *  the wait from releasing and re-acquiring m.
+ *  the wait from releasing and re-acquiring m, nor a waiter that a
+ *  broadcast moved onto m from taking m when it is handed to it.
  *  Errors: EINVAL, EPERM, ETIMEDOUT, ECANCELED, ENOTSUP. */
 SQF_API int sqf_cond_wait_until(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline,
                                 const struct sqf_cancel *cancel);

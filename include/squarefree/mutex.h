@@ -172,7 +172,10 @@ struct sqf_cancel;
 /** As sqf_mutex_timedlock, and gives up with ECANCELED when `cancel` (may be
  *  NULL) or an ancestor is cancelled or past its deadline (see cancel.h),
  *  consuming no wake-up meant for another waiter.  A free mutex is taken
- *  whatever the token says.  Errors: EINVAL, ETIMEDOUT, ECANCELED, ENOTSUP. */
+ *  whatever the token says, and so is one handed to this waiter (by
+ *  sqf_mutex_unlock_fair or a starvation hand-off) when the token fires
+ *  at the same moment: the call then returns 0 and the caller holds m.
+ *  Errors: EINVAL, ETIMEDOUT, ECANCELED, ENOTSUP. */
 SQF_API int sqf_mutex_lock_until(sqf_mutex *m, sqf_deadline deadline,
                                  const struct sqf_cancel *cancel);
 

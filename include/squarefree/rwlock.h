@@ -194,7 +194,10 @@ struct sqf_cancel;
  *  its deadline (see cancel.h), leaving as a time-out does: a writer that
  *  had taken the turn gives it up and lets the readers behind it in, and
  *  no hand-off meant for another thread is consumed.  A lock that can be
- *  taken without waiting is taken whatever the token says.
+ *  taken without waiting is taken whatever the token says, and a writer
+ *  whose turn is handed to it as the token fires takes it (returning 0
+ *  once the readers inside have left, or ECANCELED after passing the turn
+ *  on if they have not: the turn is never dropped).
  *  Errors: as the timed forms, plus ECANCELED, ENOTSUP. */
 SQF_API int sqf_rwlock_rdlock_until(sqf_rwlock *l, sqf_deadline deadline,
                                     const struct sqf_cancel *cancel);

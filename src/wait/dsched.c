@@ -8,14 +8,26 @@
  * its own.  The semaphores order everything, so the scheduler's state needs
  * no atomics: it is only ever touched by the one running thread.
  *
- * The simulated futex: a sleeper records the words it sleeps on and a
- * sequence number; sqf_wake takes sleepers on that word in sequence order
- * (FIFO, as Linux does for equal priorities); sqf_requeue moves them to the
- * back of the target's queue.  At any choice the scheduler may, at the
- * configured rates, end a sleep spuriously (EINTR) or by time-out (the
- * simulated clock jumps to the deadline, so the primitive's own deadline
- * checks agree), or deliver a wake-up at the sleeper's deadline (woken,
- * with its deadline passed as it runs).  When nobody can run, the earliest deadline fires; if there
+ * The simulated futex is no kinder than Linux's.  A sleeper holds one queue
+ * entry per word it sleeps on, each with its own sequence number; sqf_wake
+ * takes the entries on a word in sequence order (FIFO, as Linux does for
+ * equal priorities) and sqf_requeue moves them to the back of the target's
+ * queue.  As in the kernel's futex_waitv:
+ * - the words are queued one at a time, with a scheduling point between
+ *   two, and a word that no longer holds its value undoes the queueing
+ *   (reporting a wake that already came through an earlier word);
+ * - a wake dequeues only the entry it found: the sleeper's other entries
+ *   stay queued until the sleeper itself runs again, so a second wake
+ *   through another of its words in that window counts it again, and the
+ *   sleeper then reports the highest index it was woken through;
+ * - a time-out or a spurious return makes the sleeper runnable, but it too
+ *   stays queued until it runs, and a wake in between wins (it returns
+ *   woken, and the waker counted it).
+ * At any choice the scheduler may, at the configured rates, end a sleep
+ * spuriously (EINTR) or by time-out (the simulated clock jumps to the
+ * deadline, so the primitive's own deadline checks agree), or deliver a
+ * wake-up at the sleeper's deadline (woken, with its deadline passed as it
+ * runs).  When nobody can run, the earliest deadline fires; if there
  * is none, the run has deadlocked. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,12 +47,15 @@ struct dthread {
     sem_t go;
     int state;
     int prio; /* PCT: the highest runnable priority runs */
-    /* while blocked: */
+    /* inside sqf_wait_any (queueing, asleep, or made runnable but not yet
+     * run): one queue entry per word */
     sqf_word *words[SQF_WAIT_MAX_WORDS];
+    bool queued[SQF_WAIT_MAX_WORDS]; /* the entry is still on words[k]'s queue */
+    long seq[SQF_WAIT_MAX_WORDS];    /* its place in that queue */
     int nwords;
     sqf_deadline deadline;
-    long seq;
-    int result; /* index of the word woken on, or -ETIMEDOUT, -EINTR */
+    int woken;  /* the highest index a wake dequeued, or -1 */
+    int result; /* without a wake: -ETIMEDOUT or -EINTR */
 };
 
 static struct {
@@ -80,11 +95,12 @@ static _Noreturn void fail(const char *fmt, const char *detail)
         sem_wait(&S.never); /* this run is over; its threads are abandoned */
 }
 
+/* A sleeper's sleep ends without a wake (time-out, spurious): it becomes
+ * runnable, still queued on its words until it runs. */
 static void unblock(int i, int result)
 {
     S.t[i].state = T_RUNNABLE;
     S.t[i].result = result;
-    S.t[i].nwords = 0;
 }
 
 static void time_out(int i)
@@ -259,17 +275,32 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
     if (self < 0 || !S.active) return -EINTR; /* outside a run nothing may block */
     sqf_dsched_point();
     if (deadline != SQF_FOREVER && deadline <= S.now) return -ETIMEDOUT;
-    for (int i = 0; i < n; i++)
-        if (at_peek(w[i].word) != w[i].expected) return -EAGAIN;
     struct dthread *t = &S.t[self];
-    t->state = T_BLOCKED;
-    for (int i = 0; i < n; i++)
+    t->woken = -1;
+    t->result = -EINTR;
+    t->nwords = 0;
+    for (int i = 0; i < n; i++) {
+        /* Like futex_waitv: each word is checked and queued on its own, and
+         * others run in between (they may wake the entries queued so far). */
+        if (i > 0) sqf_dsched_point();
+        if (at_peek(w[i].word) != w[i].expected) {
+            int r = t->woken >= 0 ? t->woken : -EAGAIN;
+            t->nwords = 0;
+            return r;
+        }
         t->words[i] = w[i].word;
-    t->nwords = n;
-    t->deadline = deadline;
-    t->seq = S.seq++;
-    switch_to(pick());
-    return t->result;
+        t->queued[i] = true;
+        t->seq[i] = S.seq++;
+        t->nwords = i + 1;
+    }
+    if (t->woken < 0) { /* a wake during the queueing: do not sleep */
+        t->state = T_BLOCKED;
+        t->deadline = deadline;
+        switch_to(pick());
+    }
+    /* Running again: leave every queue; a wake beats a time-out. */
+    t->nwords = 0;
+    return t->woken >= 0 ? t->woken : t->result;
 }
 
 int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared)
@@ -279,32 +310,40 @@ int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shar
     return r >= 0 ? SQF_WAIT_WOKEN : -r;
 }
 
-/* The blocked thread on `word` that queued first (lowest seq), or -1; *j is
- * the index of that word among its words. */
+/* The thread whose entry on `word` queued first (lowest seq), or -1; *j is
+ * that entry's index among the thread's words.  A thread woken through
+ * another word, or timed out, is still queued here until it runs. */
 static int first_on(sqf_word *word, int *j)
 {
     int best = -1;
+    long best_seq = 0;
     for (int i = 0; i < S.n; i++) {
-        if (S.t[i].state != T_BLOCKED) continue;
+        if (S.t[i].state == T_DONE) continue;
         for (int k = 0; k < S.t[i].nwords; k++)
-            if (S.t[i].words[k] == word && (best < 0 || S.t[i].seq < S.t[best].seq)) {
+            if (S.t[i].queued[k] && S.t[i].words[k] == word &&
+                (best < 0 || S.t[i].seq[k] < best_seq)) {
                 best = i;
+                best_seq = S.t[i].seq[k];
                 *j = k;
             }
     }
     return best;
 }
 
-/* Wake sleeper i (its word j).  At the time-out rate, the wake-up lands at
- * the sleeper's deadline: it returns woken, but its deadline has passed by
+/* Dequeue sleeper i's entry j and count it woken: it reports the highest
+ * index it was woken through.  At the time-out rate, a wake-up of a sleeper
+ * lands at its deadline: it returns woken, but its deadline has passed by
  * the time it looks (the time-out racing a hand-off, which an injected
  * time-out, ending only a sleep, cannot produce). */
 static void wake_one(int i, int j)
 {
-    if (S.t[i].deadline != SQF_FOREVER && S.o.timeout_rate &&
-        rnd() % 1000 < (uint64_t)S.o.timeout_rate && S.t[i].deadline > S.now)
-        S.now = S.t[i].deadline;
-    unblock(i, j);
+    struct dthread *t = &S.t[i];
+    if (t->state == T_BLOCKED && t->deadline != SQF_FOREVER && S.o.timeout_rate &&
+        rnd() % 1000 < (uint64_t)S.o.timeout_rate && t->deadline > S.now)
+        S.now = t->deadline;
+    t->queued[j] = false;
+    if (j > t->woken) t->woken = j;
+    if (t->state == T_BLOCKED) t->state = T_RUNNABLE;
 }
 
 int sqf_wake(sqf_word *word, int n, bool shared)
@@ -333,7 +372,7 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
     }
     while (moved < nmove && (i = first_on(from, &j)) >= 0) {
         S.t[i].words[j] = to;
-        S.t[i].seq = S.seq++; /* to the back of `to`'s queue */
+        S.t[i].seq[j] = S.seq++; /* to the back of `to`'s queue */
         moved++;
     }
     return woken + moved;

@@ -3,8 +3,11 @@
  * Built with SQF_DSCHED (the CMake target squarefree_dsched, tests only),
  * every function of src/atomic.h first calls sqf_dsched_point(), sqf_now()
  * reads a simulated clock, and the wait seam is src/wait/dsched.c, which
- * simulates a futex: FIFO queues per address, requeue, wake-ups that are
- * spurious (EINTR) or time-outs that fire whenever the schedule says so.
+ * simulates a futex no kinder than Linux's: FIFO queues per address,
+ * requeue, multi-word waits queued word by word, a sleeper woken through
+ * several words before it runs (every wake counts it; it reports the
+ * highest index), a wake beating a time-out, and wake-ups that are spurious
+ * (EINTR) or time-outs that fire whenever the schedule says so.
  * Threads run one at a time; at every point the scheduler chooses who runs
  * next, from a seed: either uniformly at random, or by PCT (random thread
  * priorities, lowered at d-1 random steps).  A run is a function of its

@@ -16,7 +16,9 @@
  *   when it timed out first.  A waker that finds a sleeper no longer
  *   SLEEPING (woken through another link, or gone) drops the stale link and
  *   does not count it, so no wake-up is spent on a thread that did not take
- *   it, and every sleeper is counted by at most one waker.
+ *   it, and every sleeper is counted by at most one waker.  (Linux's
+ *   futex_waitv can count one sleeper through several words: see the rule
+ *   in wait.h, of which this is the special case with one wake.)
  * - A sleeper removes its own remaining links before it returns.
  * Lock order: bucket before sleeper; two buckets in index order; a sleeper
  * never holds its own mutex while taking a bucket's.
