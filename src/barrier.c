@@ -24,7 +24,7 @@
 #include <squarefree/barrier.h>
 
 #include "atomic.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 #define BA_COUNT       ((1u << 21) - 1)
 #define BA_WAITERS     (1u << 21)
@@ -87,22 +87,40 @@ static int try_break(sqf_word *w, uint32_t *v)
     return at_cas(w, v, (*v | BA_BROKEN) & ~BA_WAITERS, AR) ? 1 : -1;
 }
 
-/* Sleep until the phase of `v` (a recent value of the word) is released.
- * Returns 0 (released), EPIPE (broken), or ETIMEDOUT.  `arrived`: this
- * thread has arrived in that phase, so a time-out breaks the barrier, and
- * *wake tells whether sleepers must then be woken (by the caller, after it
- * has uncounted itself).  *v is left at the last value seen. */
-static int await_release(sqf_word *w, uint32_t *v, sqf_deadline deadline, const sqf_cancel *tok,
-                         int arrived, int *wake)
+/* The wait protocol (waitop.h).  Stages of a barrier wait: */
+enum {
+    BA_FULL,   /* found the phase full (an extra thread: see "Requires"):
+                  waiting for its release, to arrive in the next one */
+    BA_ARRIVED /* arrived (not last): waiting for the phase's release */
+};
+
+/* The end of every wait that counted itself: uncount, then wake (the
+ * address only: a released thread may free *b once we are uncounted). */
+static int ba_leave(struct sqf_waitop *op, int result)
 {
-    int stop = 0; /* ECANCELED or ENOTSUP once the token stops us */
-    uint32_t phase = phase_of(*v);
-    uint32_t x = *v;
+    sqf_barrier *b = op->u.barrier.b;
+    sqf_word *w = ba_word(b);
+    uint32_t v = op->u.barrier.v;
+    /* REL: pairs with destroy's and reset's ACQ loads. */
+    at_sub(ba_waiters(b), 1, REL);
+    if (op->u.barrier.wake) sqf_wake(w, INT32_MAX, (v & BA_SHARED) != 0);
+    return result;
+}
+
+/* One look at the awaited phase, x a recent value of the word: 0 (released),
+ * EPIPE (broken), ETIMEDOUT or the token's error (then, if we had arrived,
+ * the barrier is broken, as a withdrawn arrival would complete the phase
+ * short-handed, and `wake` says whether sleepers must be woken), or
+ * SQF_OP_SLEEP.  Leaves the last value seen in u.barrier.v. */
+static int await_step(struct sqf_waitop *op, uint32_t x)
+{
+    sqf_word *w = ba_word(op->u.barrier.b);
+    const bool arrived = op->u.barrier.stage == BA_ARRIVED;
     int r;
     for (;;) {
         /* A changed phase means ours was released: resets cannot happen
          * while we are counted, and the next phase needs us to complete. */
-        if (phase_of(x) != phase) {
+        if (phase_of(x) != op->u.barrier.phase) {
             r = 0;
             break;
         }
@@ -110,87 +128,119 @@ static int await_release(sqf_word *w, uint32_t *v, sqf_deadline deadline, const 
             r = EPIPE;
             break;
         }
-        if (stop || (deadline != SQF_FOREVER && deadline <= sqf_now())) {
-            /* A time-out or a cancellation breaks the barrier, as a
-             * withdrawn arrival would complete the phase short-handed. */
-            r = stop ? stop : ETIMEDOUT;
+        if (op->u.barrier.stop || sqf_op_expired(op)) {
+            r = op->u.barrier.stop ? op->u.barrier.stop : ETIMEDOUT;
             if (!arrived) break;
+            /* The break's CAS fails on a word that changed since x (a
+             * release before the deadline, say): then decide again. */
             int broke = try_break(w, &x);
-            if (broke < 0) continue; /* the word changed: released, maybe */
-            *wake = broke && (x & BA_WAITERS);
+            if (broke < 0) continue;
+            op->u.barrier.wake = broke && (x & BA_WAITERS);
             break;
         }
         /* ACQ: on failure x may show the release, and we return on it. */
         if (!(x & BA_WAITERS) && !at_cas(w, &x, x | BA_WAITERS, ACQ)) continue;
-        int rw = sqf_wait_cancellable(w, x | BA_WAITERS, deadline, (x & BA_SHARED) != 0, tok);
-        if (rw == ECANCELED || rw == ENOTSUP) stop = rw;
-        x = at_load(w, ACQ);
+        op->u.barrier.v = x;
+        op->word = w;
+        op->expected = x | BA_WAITERS;
+        op->shared = (x & BA_SHARED) != 0;
+        return SQF_OP_SLEEP;
     }
-    *v = x;
+    op->u.barrier.v = x;
     return r;
 }
 
-static int barrier_wait(sqf_barrier *b, sqf_deadline deadline, const sqf_cancel *tok,
-                        void (*completion)(void *), void *arg, unsigned *index)
+/* Arrive in the phase of u.barrier.v (waiting first for a full phase's
+ * release), then wait for our phase's release, or release it if last. */
+static int arrive(struct sqf_waitop *op)
 {
-    if (!b) return EINVAL;
-    uint32_t n = at_load(ba_parties(b), RLX);
-    if (n == 0 || n > SQF_BARRIER_MAX) return EINVAL;
-    sqf_word *w = ba_word(b);
-    uint32_t v = at_load(w, ACQ);
-    if (v & BA_BROKEN) return EPIPE; /* ACQ: synchronises with the break */
-    at_add(ba_waiters(b), 1, RLX);   /* before our first change of the word */
-    int result, wake = 0;
-    uint32_t pos;
+    struct sqf_barrier_wait_ *s = &op->u.barrier;
+    sqf_word *w = ba_word(s->b);
+    uint32_t v = s->v, pos;
     for (;;) {
-        if ((v & BA_COUNT) >= n) {
-            /* The phase is full (an extra thread: see "Requires"): wait
-             * until it is released, then arrive in the next one. */
-            result = await_release(w, &v, deadline, tok, 0, &wake);
-            if (result) goto out;
+        if ((v & BA_COUNT) >= s->n) {
+            s->stage = BA_FULL;
+            s->phase = phase_of(v);
+            int r = await_step(op, v);
+            if (r) return r == SQF_OP_SLEEP ? r : ba_leave(op, r);
+            v = s->v;
             continue;
         }
         /* AR: release our writes to the last arriver and, through it, to
          * everyone; acquire the earlier arrivals (if we are last) or the
          * break (if we return EPIPE). */
         uint32_t old = at_add(w, 1, AR);
-        if (old & BA_BROKEN) {
-            result = EPIPE; /* our add to a broken word is harmless */
-            goto out;
-        }
+        if (old & BA_BROKEN) return ba_leave(op, EPIPE); /* our add to a broken word is harmless */
         v = old + 1;
         pos = old & BA_COUNT;
-        if (pos < n) break;
+        if (pos < s->n) break;
         /* Added to a full phase: its release zeroes the count, erasing our
          * add; wait for that and try again. */
     }
-    if (pos < n - 1) {
-        result = await_release(w, &v, deadline, tok, 1, &wake);
-        if (result == 0 && index) *index = pos;
-        goto out;
+    s->pos = pos;
+    if (pos < s->n - 1) {
+        s->stage = BA_ARRIVED;
+        s->phase = phase_of(v);
+        int r = await_step(op, v);
+        if (r == SQF_OP_SLEEP) return r;
+        if (r == 0 && s->index) *s->index = pos;
+        return ba_leave(op, r);
     }
 
     /* The last arriver: every party of the phase has arrived, and the count
      * (now n) keeps them asleep until we release the phase. */
-    if (completion) completion(arg);
+    if (s->completion) s->completion(s->arg);
     for (;;) {
         if (v & BA_BROKEN) {
-            result = EPIPE; /* aborted (or a time-out) while completing */
-            goto out;
+            s->v = v;
+            return ba_leave(op, EPIPE); /* aborted (or a time-out) while completing */
         }
         /* AR: acquire the arrivals (for the completion, done above by the
          * add) and release them and the completion's writes to everyone. */
         if (at_cas(w, &v, next_phase(v), AR)) break;
     }
-    /* We touch only the word's address after uncounting ourselves. */
-    wake = (v & BA_WAITERS) != 0;
-    result = 0;
-    if (index) *index = pos;
-out:
-    /* REL: pairs with destroy's and reset's ACQ loads. */
-    at_sub(ba_waiters(b), 1, REL);
-    if (wake) sqf_wake(w, INT32_MAX, (v & BA_SHARED) != 0);
-    return result;
+    s->v = v;
+    s->wake = (v & BA_WAITERS) != 0;
+    if (s->index) *s->index = pos;
+    return ba_leave(op, 0);
+}
+
+int sqf_barrier_wait_step_(struct sqf_waitop *op, int how)
+{
+    struct sqf_barrier_wait_ *s = &op->u.barrier;
+    sqf_barrier *b = s->b;
+    sqf_word *w = ba_word(b);
+    if (how == SQF_OP_START) {
+        s->n = at_load(ba_parties(b), RLX);
+        if (s->n == 0 || s->n > SQF_BARRIER_MAX) return EINVAL;
+        uint32_t v = at_load(w, ACQ);
+        if (v & BA_BROKEN) return EPIPE; /* ACQ: synchronises with the break */
+        at_add(ba_waiters(b), 1, RLX);   /* before our first change of the word */
+        s->v = v;
+        s->wake = 0;
+        s->stop = 0;
+        return arrive(op);
+    }
+    if (how == ECANCELED || how == ENOTSUP) s->stop = how;
+    int r = await_step(op, at_load(w, ACQ));
+    if (r == SQF_OP_SLEEP) return r;
+    if (s->stage == BA_ARRIVED || r != 0) {
+        if (r == 0 && s->stage == BA_ARRIVED && s->index) *s->index = s->pos;
+        return ba_leave(op, r);
+    }
+    return arrive(op); /* the full phase was released: arrive in the next */
+}
+
+static int barrier_wait(sqf_barrier *b, sqf_deadline deadline, const sqf_cancel *tok,
+                        void (*completion)(void *), void *arg, unsigned *index)
+{
+    if (!b) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.barrier.b = b;
+    op.u.barrier.completion = completion;
+    op.u.barrier.arg = arg;
+    op.u.barrier.index = index;
+    return sqf_op_block(&op, sqf_barrier_wait_step_);
 }
 
 int sqf_barrier_wait(sqf_barrier *b, unsigned *index)

@@ -6,7 +6,7 @@
 
 #include "atomic.h"
 #include "mutex_word.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 #define CV_REQUEUE 1u
 #define CV_STEP    2u
@@ -64,32 +64,65 @@ static void finish_broadcast(sqf_cond *c, sqf_mutex *m, bool shared)
     }
 }
 
+/* The wait protocol (waitop.h): one sleep on seq (any end of it ends the
+ * wait: spurious wake-ups are allowed), then the relock of m, which is the
+ * mutex's own protocol, untimed and without the token (m is held again
+ * whatever the wait returns). */
+enum { CV_WAIT, CV_RELOCK };
+
+int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
+{
+    struct sqf_cond_wait_ *cw = &op->u.cond;
+    sqf_cond *c = cw->c;
+    sqf_mutex *m = cw->m;
+    bool shared = cv_shared(c);
+    sqf_word *seq = cv_seq(c);
+    if (how == SQF_OP_START) {
+        if (shared != mu_shared(m)) return EINVAL;
+        /* Count ourselves in before reading seq, so that a signaller who
+         * bumps seq after our read sees us and wakes us. */
+        at_add(cv_waiters(c), 1, SC);
+        cw->s = at_load(seq, SC);
+        int e = sqf_mutex_unlock(m);
+        if (e) {
+            at_sub(cv_waiters(c), 1, REL);
+            return e;
+        }
+        cw->stage = CV_WAIT;
+        op->word = seq;
+        op->expected = cw->s;
+        op->shared = shared;
+        return SQF_OP_SLEEP;
+    }
+    if (cw->stage == CV_WAIT) {
+        finish_broadcast(c, m, shared);
+        /* A time-out or cancellation with seq unchanged saw no signal;
+         * otherwise one may have been meant for us, and returning 0 cannot
+         * lose it.  (ECANCELED also means no signal's wake-up dequeued
+         * us.) */
+        bool quiet = (at_load(seq, ACQ) | CV_REQUEUE) == (cw->s | CV_REQUEUE);
+        cw->result = (how == ETIMEDOUT || how == ECANCELED || how == ENOTSUP) && quiet ? how : 0;
+        at_sub(cv_waiters(c), 1, REL);
+        /* Relock as a thread that has slept: a wake-up on seq may have been
+         * requeued onto m and be a hand-off of m. */
+        cw->stage = CV_RELOCK;
+        op->deadline = SQF_FOREVER;
+        op->tok = NULL;
+        cw->relock.m = m;
+        cw->relock.woken = how == SQF_WAIT_WOKEN;
+        how = SQF_OP_START;
+    }
+    int r = sqf_mutex_sleep_step_(op, &cw->relock, how);
+    return r == SQF_OP_SLEEP ? r : cw->result;
+}
+
 static int cond_wait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!c || !m) return EINVAL;
-    bool shared = cv_shared(c);
-    if (shared != mu_shared(m)) return EINVAL;
-    sqf_word *seq = cv_seq(c);
-
-    /* Count ourselves in before reading seq, so that a signaller who bumps
-     * seq after our read sees us and wakes us. */
-    at_add(cv_waiters(c), 1, SC);
-    uint32_t s = at_load(seq, SC);
-    int e = sqf_mutex_unlock(m);
-    if (e) {
-        at_sub(cv_waiters(c), 1, REL);
-        return e;
-    }
-    int r = sqf_wait_cancellable(seq, s, deadline, shared, tok);
-    finish_broadcast(c, m, shared);
-    /* A time-out or cancellation with seq unchanged saw no signal;
-     * otherwise one may have been meant for us, and returning 0 cannot lose
-     * it.  (ECANCELED also means no signal's wake-up dequeued us.) */
-    bool quiet = (at_load(seq, ACQ) | CV_REQUEUE) == (s | CV_REQUEUE);
-    int result = (r == ETIMEDOUT || r == ECANCELED || r == ENOTSUP) && quiet ? r : 0;
-    at_sub(cv_waiters(c), 1, REL);
-    sqf_mutex_relock_(m, r == SQF_WAIT_WOKEN);
-    return result;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.cond.c = c;
+    op.u.cond.m = m;
+    return sqf_op_block(&op, sqf_cond_wait_step_);
 }
 
 int sqf_cond_timedwait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline)

@@ -49,7 +49,7 @@
 #include <squarefree/countdown.h>
 
 #include "atomic.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 /* Bits of the high half (the futex word), and the same as 64-bit masks. */
 #define CD_WAITERS_HI (1u << 0)
@@ -170,50 +170,63 @@ static inline bool cd_reached(uint64_t st, uint32_t gen)
     return cd_count(st) == 0 || cd_gen(st) != gen;
 }
 
-static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *tok)
+/* The wait protocol (waitop.h).  Counted in `waiters` from our first sleep
+ * announcement to the last step, so that destroy sees us. */
+static int cd_leave(sqf_countdown *c, int result)
 {
-    if (!c) return EINVAL;
+    /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
+    at_sub(cd_waiters(c), 1, REL);
+    return result;
+}
+
+int sqf_countdown_wait_step_(struct sqf_waitop *op, int how)
+{
+    sqf_countdown *c = op->u.countdown.c;
     sqf_word64 *state = cd_state(c);
     /* ACQ: a zero seen here synchronises with the downs (point 4). */
     uint64_t st = at_load64(state, ACQ);
-    if (cd_count(st) == 0) return 0;
-    /* A deadline already past: that was the one check; return before
-     * counting ourselves, so that destroy never sees a phantom waiter. */
-    if (deadline != SQF_FOREVER && deadline <= sqf_now()) return ETIMEDOUT;
-    uint32_t gen = cd_gen(st);
-    bool shared = (st & CD_SHARED) != 0;
-    sqf_word *futex = cd_futex(c);
-    at_add(cd_waiters(c), 1, RLX);
-    int result;
-    for (;;) {
-        if (cd_reached(st, gen)) {
-            result = 0;
-            break;
+    if (how == SQF_OP_START) {
+        if (cd_count(st) == 0) return 0;
+        if (sqf_op_expired(op)) {
+            /* A deadline already past: one more look, made after the clock
+             * said so (the count may have reached zero since our read), and
+             * no counting ourselves, so that destroy never sees a phantom
+             * waiter. */
+            return cd_count(at_load64(state, ACQ)) == 0 ? 0 : ETIMEDOUT;
         }
-        if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
+        op->u.countdown.gen = cd_gen(st);
+        at_add(cd_waiters(c), 1, RLX);
+    }
+    const uint32_t gen = op->u.countdown.gen;
+    /* Cancelled before the count reached zero: leave (a zero wakes every
+     * sleeper, so leaving consumes nothing). */
+    if ((how == ECANCELED || how == ENOTSUP) && !cd_reached(st, gen)) return cd_leave(c, how);
+    for (;;) {
+        if (cd_reached(st, gen)) return cd_leave(c, 0);
+        if (sqf_op_expired(op)) {
             /* st may be older than the deadline: decide on a read made
              * after it (the count may have reached zero in between). */
             st = at_load64(state, ACQ);
-            result = cd_reached(st, gen) ? 0 : ETIMEDOUT;
-            break;
+            return cd_leave(c, cd_reached(st, gen) ? 0 : ETIMEDOUT);
         }
         /* Announce ourselves in a step that still finds the count non-zero
          * in our generation (point 1).  ACQ: a failed CAS's value may be
          * the zero we return on. */
         if (!(st & CD_WAITERS) && !at_cas64(state, &st, st | CD_WAITERS, ACQ)) continue;
         /* Sleep while the high half holds our generation with WAITERS. */
-        int r = sqf_wait_cancellable(futex, cd_high(st | CD_WAITERS), deadline, shared, tok);
-        st = at_load64(state, ACQ);
-        /* Cancelled before the count reached zero: leave (a zero wakes
-         * every sleeper, so leaving consumes nothing). */
-        if ((r == ECANCELED || r == ENOTSUP) && !cd_reached(st, gen)) {
-            result = r;
-            break;
-        }
+        op->word = cd_futex(c);
+        op->expected = cd_high(st | CD_WAITERS);
+        op->shared = (st & CD_SHARED) != 0;
+        return SQF_OP_SLEEP;
     }
-    /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
-    at_sub(cd_waiters(c), 1, REL);
-    return result;
+}
+
+static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *tok)
+{
+    if (!c) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.countdown.c = c;
+    return sqf_op_block(&op, sqf_countdown_wait_step_);
 }
 
 int sqf_countdown_wait_slow_(sqf_countdown *c, sqf_deadline deadline)

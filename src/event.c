@@ -5,7 +5,7 @@
 #include <squarefree/event.h>
 
 #include "atomic.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 #define EV_SET     SQF_EVENT_SET_
 #define EV_WAITERS (1u << 1)
@@ -66,38 +66,51 @@ static inline bool ev_reached(uint32_t v, uint32_t gen)
     return (v & EV_SET) || (v >> 3) != gen;
 }
 
-static int wait_slow(sqf_event *e, sqf_deadline deadline, const sqf_cancel *tok)
+/* The wait protocol (waitop.h).  Counted in `waiters` from the first step
+ * to the last, so that destroy sees us. */
+static int ev_leave(sqf_event *e, int result)
 {
-    if (!e) return EINVAL;
-    sqf_word *w = ev_word(e);
-    uint32_t v = at_load(w, ACQ);
-    if (v & EV_SET) return 0;
-    uint32_t gen = v >> 3;
-    at_add(ev_waiters(e), 1, RLX);
-    int result;
-    for (;;) {
-        if (ev_reached(v, gen)) {
-            result = 0;
-            break;
-        }
-        if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
-            /* v may be older than the deadline (a set may have come between
-             * our read and it): decide on a read made after it. */
-            v = at_load(w, ACQ);
-            result = ev_reached(v, gen) ? 0 : ETIMEDOUT;
-            break;
-        }
-        if (!(v & EV_WAITERS) && !at_cas(w, &v, v | EV_WAITERS, ACQ)) continue;
-        int r = sqf_wait_cancellable(w, v | EV_WAITERS, deadline, v & EV_SHARED, tok);
-        v = at_load(w, ACQ);
-        if ((r == ECANCELED || r == ENOTSUP) && !ev_reached(v, gen)) {
-            result = r; /* nothing consumed: set wakes all anyway */
-            break;
-        }
-    }
     /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
     at_sub(ev_waiters(e), 1, REL);
     return result;
+}
+
+int sqf_event_wait_step_(struct sqf_waitop *op, int how)
+{
+    sqf_event *e = op->u.event.e;
+    sqf_word *w = ev_word(e);
+    uint32_t v = at_load(w, ACQ);
+    if (how == SQF_OP_START) {
+        if (v & EV_SET) return 0;
+        op->u.event.gen = v >> 3;
+        at_add(ev_waiters(e), 1, RLX);
+    }
+    const uint32_t gen = op->u.event.gen;
+    /* Cancelled before the event was set: leave (a set wakes everyone, so
+     * leaving consumes nothing). */
+    if ((how == ECANCELED || how == ENOTSUP) && !ev_reached(v, gen)) return ev_leave(e, how);
+    for (;;) {
+        if (ev_reached(v, gen)) return ev_leave(e, 0);
+        if (sqf_op_expired(op)) {
+            /* v may be older than the deadline (a set may have come between
+             * our read and it): decide on a read made after it. */
+            v = at_load(w, ACQ);
+            return ev_leave(e, ev_reached(v, gen) ? 0 : ETIMEDOUT);
+        }
+        if (!(v & EV_WAITERS) && !at_cas(w, &v, v | EV_WAITERS, ACQ)) continue;
+        op->word = w;
+        op->expected = v | EV_WAITERS;
+        op->shared = v & EV_SHARED;
+        return SQF_OP_SLEEP;
+    }
+}
+
+static int wait_slow(sqf_event *e, sqf_deadline deadline, const sqf_cancel *tok)
+{
+    if (!e) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.event.e = e;
+    return sqf_op_block(&op, sqf_event_wait_step_);
 }
 
 int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline)

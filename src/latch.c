@@ -11,7 +11,7 @@
 #include <squarefree/latch.h>
 
 #include "atomic.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 #define LA_WAITERS (1u << 0)
 #define LA_BROKEN  SQF_LATCH_BROKEN_
@@ -112,41 +112,55 @@ int sqf_latch_abort(sqf_latch *l)
     return 0;
 }
 
-static int wait_slow(sqf_latch *l, sqf_deadline deadline, const sqf_cancel *tok)
+/* The wait protocol (waitop.h).  Counted in `waiters` from the first step
+ * to the last, so that destroy sees us. */
+static int la_leave(sqf_latch *l, int result)
 {
-    if (!l) return EINVAL;
-    sqf_word *w = la_word(l);
-    uint32_t v = at_load(w, ACQ);
-    int result = la_outcome(v);
-    if (result >= 0) return result;
-    at_add(la_waiters(l), 1, RLX);
-    for (;;) {
-        result = la_outcome(v);
-        if (result >= 0) break;
-        if (deadline != SQF_FOREVER && deadline <= sqf_now()) {
-            /* v may be older than the deadline: decide on a read made
-             * after it (the latch may have opened in between). */
-            v = at_load(w, ACQ);
-            result = la_outcome(v);
-            if (result < 0) result = ETIMEDOUT;
-            break;
-        }
-        /* ACQ: on failure v may show the latch open, and we return on it. */
-        if (!(v & LA_WAITERS) && !at_cas(w, &v, v | LA_WAITERS, ACQ)) continue;
-        /* Sleeps only while the word still holds v | WAITERS; whatever it
-         * returns (woken, EAGAIN, time-out, signal), re-read and decide. */
-        int r = sqf_wait_cancellable(w, v | LA_WAITERS, deadline, (v & LA_SHARED) != 0, tok);
-        v = at_load(w, ACQ);
-        /* Cancelled while still pending: leave (opening wakes everyone, so
-         * leaving consumes nothing). */
-        if ((r == ECANCELED || r == ENOTSUP) && la_outcome(v) < 0) {
-            result = r;
-            break;
-        }
-    }
     /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
     at_sub(la_waiters(l), 1, REL);
     return result;
+}
+
+int sqf_latch_wait_step_(struct sqf_waitop *op, int how)
+{
+    sqf_latch *l = op->u.latch.l;
+    sqf_word *w = la_word(l);
+    uint32_t v = at_load(w, ACQ);
+    int result = la_outcome(v);
+    if (how == SQF_OP_START) {
+        if (result >= 0) return result;
+        at_add(la_waiters(l), 1, RLX);
+    }
+    /* Cancelled while still pending: leave (opening wakes everyone, so
+     * leaving consumes nothing). */
+    if ((how == ECANCELED || how == ENOTSUP) && result < 0) return la_leave(l, how);
+    for (;;) {
+        result = la_outcome(v);
+        if (result >= 0) return la_leave(l, result);
+        if (sqf_op_expired(op)) {
+            /* v may be older than the deadline: decide on a read made
+             * after it (the latch may have opened in between). */
+            result = la_outcome(at_load(w, ACQ));
+            return la_leave(l, result >= 0 ? result : ETIMEDOUT);
+        }
+        /* ACQ: on failure v may show the latch open, and we return on it. */
+        if (!(v & LA_WAITERS) && !at_cas(w, &v, v | LA_WAITERS, ACQ)) continue;
+        /* Sleep only while the word still holds v | WAITERS; whatever the
+         * sleep returns (woken, EAGAIN, time-out, signal), re-read and
+         * decide. */
+        op->word = w;
+        op->expected = v | LA_WAITERS;
+        op->shared = (v & LA_SHARED) != 0;
+        return SQF_OP_SLEEP;
+    }
+}
+
+static int wait_slow(sqf_latch *l, sqf_deadline deadline, const sqf_cancel *tok)
+{
+    if (!l) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.latch.l = l;
+    return sqf_op_block(&op, sqf_latch_wait_step_);
 }
 
 int sqf_latch_wait_slow_(sqf_latch *l, sqf_deadline deadline)

@@ -5,7 +5,7 @@
 
 #include "cpu.h"
 #include "mutex_word.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 /* Threads spinning on any sqf_mutex in this process (see spin_acquire). */
 static sqf_word spinners;
@@ -30,7 +30,7 @@ static bool try_take(sqf_word *w)
  * on another CPU) releases it soon.  At most spinner_cap() threads spin at
  * once, so spinning never takes every CPU from the threads doing work.
  * `extra` is set with LOCKED on success: PARKED for a thread that has slept
- * (see lock_sleep), which also stops at a hand-off, as it may take that. */
+ * (see sqf_mutex_sleep_step_), which also stops at a hand-off, as it may take that. */
 static bool spin_acquire(sqf_word *w, sqf_deadline deadline, uint32_t extra)
 {
     int cap = spinner_cap();
@@ -65,23 +65,33 @@ static bool spin_acquire(sqf_word *w, sqf_deadline deadline, uint32_t extra)
     return got;
 }
 
-/* The sleeping half of every lock.  `woken` says whether this thread has
- * already returned from a wake-up (then it may take a HANDOFF).  A thread
- * that sets STARVING owns that bit: it alone clears it, when it acquires the
- * lock or gives up, so hand-off mode lasts until the starving thread is
- * served (a claimer that clears someone else's bit would end it early). */
-static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken, const sqf_cancel *tok)
+/* The sleeping half of every lock, as a wait protocol (waitop.h) over mw:
+ * the mutex's own waits and the cond's relock both run it.  `woken` says
+ * whether this thread has already returned from a wake-up (then it may
+ * take a HANDOFF).  A thread that sets STARVING owns that bit: it alone
+ * clears it, when it acquires the lock or gives up, so hand-off mode lasts
+ * until the starving thread is served (a claimer that clears someone
+ * else's bit would end it early).  The deadline and token are op's. */
+int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int how)
 {
-    sqf_word *w = mu_word(m);
-    bool shared = mu_shared(m);
-    sqf_deadline since = sqf_now();
-    bool starver = false;
-    bool spin = woken; /* spin once after each wake-up before sleeping again */
-    int cancelled = 0; /* ECANCELED or ENOTSUP once the token stops us */
+    sqf_word *w = mu_word(mw->m);
+    bool shared = mu_shared(mw->m);
+    if (how == SQF_OP_START) {
+        mw->since = sqf_now();
+        mw->starver = false;
+        mw->spin = mw->woken; /* spin once after each wake-up before sleeping again */
+        mw->cancelled = 0;
+    } else {
+        mw->woken = how == SQF_WAIT_WOKEN;
+        mw->spin = mw->woken;
+        /* ECANCELED means no unlock's wake-up dequeued us: leave as a
+         * time-out does (after one more look at the word). */
+        if (how == ECANCELED || how == ENOTSUP) mw->cancelled = how;
+    }
     for (;;) {
         uint32_t v = at_load(w, RLX);
-        uint32_t mine = starver ? MU_STARVING : 0;
-        if (woken && (v & MU_HANDOFF)) {
+        uint32_t mine = mw->starver ? MU_STARVING : 0;
+        if (mw->woken && (v & MU_HANDOFF)) {
             /* The unlocker left LOCKED set for us: take ownership. */
             if (at_cas(w, &v, v & ~(MU_HANDOFF | mine), ACQ)) return 0;
             continue;
@@ -93,58 +103,65 @@ static int lock_sleep(sqf_mutex *m, sqf_deadline deadline, bool woken, const sqf
             continue;
         }
         sqf_deadline now = sqf_now();
-        if (now >= deadline || cancelled) {
+        if (now >= op->deadline || mw->cancelled) {
             /* If we consumed a wake-up, the unlock that sent it may have
              * cleared PARKED: set it again so the next unlock wakes another
              * sleeper in our place.  Give up our STARVING bit. */
-            uint32_t want = (v | (woken ? MU_PARKED : 0)) & ~mine;
+            uint32_t want = (v | (mw->woken ? MU_PARKED : 0)) & ~mine;
             if (want != v && !at_cas(w, &v, want, RLX)) continue;
-            return cancelled ? cancelled : ETIMEDOUT;
+            return mw->cancelled ? mw->cancelled : ETIMEDOUT;
         }
-        if (spin && !starver) {
+        if (mw->spin && !mw->starver) {
             /* Woken, but a running thread barged in first.  Sleeping again
              * at once would let it take the lock every time while we only
              * wake and sleep (with two threads: no parallelism at all); spin
              * like a new arrival.  PARKED, because others may still sleep. */
-            spin = false;
-            if (spin_acquire(w, deadline, MU_PARKED)) return 0;
+            mw->spin = false;
+            if (op->may_spin && spin_acquire(w, op->deadline, MU_PARKED)) return 0;
             continue;
         }
         uint32_t want = v | MU_PARKED;
-        bool claim = !(v & MU_STARVING) && now - since > MU_STARVE_NS;
+        bool claim = !(v & MU_STARVING) && now - mw->since > MU_STARVE_NS;
         if (claim) want |= MU_STARVING;
         if (want != v && !at_cas(w, &v, want, RLX)) continue;
-        starver |= claim;
-        int r = sqf_wait_cancellable(w, want, deadline, shared, tok);
-        woken = r == SQF_WAIT_WOKEN;
-        spin = woken;
-        /* ECANCELED means no unlock's wake-up dequeued us: leave as a
-         * time-out does (after one more look at the word). */
-        if (r == ECANCELED || r == ENOTSUP) cancelled = r;
+        mw->starver |= claim;
+        op->word = w;
+        op->expected = want;
+        op->shared = shared;
+        return SQF_OP_SLEEP;
     }
+}
+
+/* A lock that may wait: try, spin (where the driver allows), then sleep. */
+int sqf_mutex_lock_step_(struct sqf_waitop *op, int how)
+{
+    struct sqf_mutex_wait *mw = &op->u.mutex;
+    if (how == SQF_OP_START) {
+        sqf_word *w = mu_word(mw->m);
+        if (try_take(w)) return 0;
+        if (op->may_spin && !sqf_cancel_is_cancelled(op->tok) && spin_acquire(w, op->deadline, 0))
+            return 0;
+        mw->woken = false;
+    }
+    return sqf_mutex_sleep_step_(op, mw, how);
+}
+
+static int lock_wait(sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *tok)
+{
+    if (!m) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.mutex.m = m;
+    return sqf_op_block(&op, sqf_mutex_lock_step_);
 }
 
 int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline)
 {
-    if (!m) return EINVAL;
-    sqf_word *w = mu_word(m);
-    if (try_take(w)) return 0;
-    if (spin_acquire(w, deadline, 0)) return 0;
-    return lock_sleep(m, deadline, false, NULL);
+    return lock_wait(m, deadline, NULL);
 }
 
 int sqf_mutex_lock_until(sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *cancel)
 {
-    if (!m) return EINVAL;
-    sqf_word *w = mu_word(m);
-    if (try_take(w)) return 0;
-    if (!sqf_cancel_is_cancelled(cancel) && spin_acquire(w, deadline, 0)) return 0;
-    return lock_sleep(m, deadline, false, cancel);
-}
-
-void sqf_mutex_relock_(sqf_mutex *m, bool woken)
-{
-    (void)lock_sleep(m, SQF_FOREVER, woken, NULL);
+    return lock_wait(m, deadline, cancel);
 }
 
 int sqf_mutex_trylock_slow_(sqf_mutex *m)

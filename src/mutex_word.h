@@ -35,11 +35,6 @@ static inline bool mu_shared(sqf_mutex *m)
     return at_load(mu_word(m), RLX) & MU_SHARED;
 }
 
-/* Acquire m as a thread that has slept (on a condition variable, possibly
- * requeued onto m): it may take a hand-off, and it sets PARKED when it
- * acquires because others may sleep.  Never times out. */
-void sqf_mutex_relock_(sqf_mutex *m, bool woken);
-
 /* combine.c: called by the holder of m, from its unlock, after it saw
  * COMBINE.  Runs the requests queued for m (or, once *since, which the first
  * call sets, is more than MU_COMBINE_NS ago, passes m to the oldest

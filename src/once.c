@@ -15,7 +15,7 @@
 #include <pthread.h>
 
 #include "atomic.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 #define ONCE_RUNNING  (1u << 0)
 #define ONCE_SLEEPERS (1u << 1)
@@ -50,12 +50,16 @@ static void run_cancelled(void *arg)
     finish_run(end->w, end->shared);
 }
 
-static int run(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline,
-               const sqf_cancel *tok)
+/* The wait protocol (waitop.h).  The caller that finds the run unclaimed
+ * runs fn inside its step: the one step that does not return promptly, and
+ * the reason no event-loop form of once exists. */
+int sqf_once_run_step_(struct sqf_waitop *op, int how)
 {
-    if (!o || !fn) return EINVAL;
-    sqf_word *w = once_word(o);
+    sqf_word *w = once_word(op->u.once.o);
     uint32_t v = at_load(w, ACQ);
+    /* Cancelled while another caller still runs fn: give up.  (The end of
+     * a run wakes every sleeper, so leaving consumes nothing.) */
+    if ((how == ECANCELED || how == ENOTSUP) && (v & ONCE_RUNNING)) return how;
     for (;;) {
         if (v & ONCE_DONE) return 0; /* ACQ load: fn's writes are visible */
         if (!(v & ONCE_RUNNING)) {
@@ -67,15 +71,21 @@ static int run(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadli
             /* A run that is cancelled (fn reached a cancellation point) is a
              * failed run, as with pthread_once: the next caller runs fn. */
             pthread_cleanup_push(run_cancelled, &end);
-            r = fn(arg);
+            r = op->u.once.fn(op->u.once.arg);
             pthread_cleanup_pop(0);
             /* Nobody else changes the word while we run, except to add
              * SLEEPERS, which the exchange clears (and reports). */
             finish_run(w, r == 0 ? (end.shared | ONCE_DONE) : end.shared);
             return r;
         }
-        /* Another caller runs fn.  A passed deadline means no waiting. */
-        if (deadline != SQF_FOREVER && deadline <= sqf_now()) return ETIMEDOUT;
+        /* Another caller runs fn.  A passed deadline means no waiting, on a
+         * look made after the clock said so: the run may have ended (or
+         * failed, leaving it to us) since our read. */
+        if (sqf_op_expired(op)) {
+            v = at_load(w, ACQ);
+            if (v & ONCE_RUNNING) return ETIMEDOUT;
+            continue;
+        }
         if (!(v & ONCE_SLEEPERS)) {
             /* Announce that we will sleep, so that the run's end wakes us.
              * ACQ, for the failure ordering: a failed CAS may have read
@@ -83,16 +93,26 @@ static int run(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadli
             if (!at_cas(w, &v, v | ONCE_SLEEPERS, ACQ)) continue;
             v |= ONCE_SLEEPERS;
         }
-        /* Sleeps only while the word still holds v: an exchange by the
-         * runner in between makes it return EAGAIN at once.  Whatever it
-         * returns (woken, EAGAIN, a time-out, a signal), re-read and decide
-         * again: the time-out is noticed by the deadline check above. */
-        int r = sqf_wait_cancellable(w, v, deadline, (v & ONCE_SHARED) != 0, tok);
-        v = at_load(w, ACQ);
-        /* Cancelled while another caller still runs fn: give up.  (The end
-         * of a run wakes every sleeper, so leaving consumes nothing.) */
-        if ((r == ECANCELED || r == ENOTSUP) && (v & ONCE_RUNNING)) return r;
+        /* Sleep only while the word still holds v: an exchange by the
+         * runner in between makes the sleep end at once (EAGAIN).  Whatever
+         * it returns (woken, EAGAIN, a time-out, a signal), re-read and
+         * decide again: a time-out is noticed by the deadline check. */
+        op->word = w;
+        op->expected = v;
+        op->shared = (v & ONCE_SHARED) != 0;
+        return SQF_OP_SLEEP;
     }
+}
+
+static int run(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline,
+               const sqf_cancel *tok)
+{
+    if (!o || !fn) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.once.o = o;
+    op.u.once.fn = fn;
+    op.u.once.arg = arg;
+    return sqf_op_block(&op, sqf_once_run_step_);
 }
 
 int sqf_once_run_slow_(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline)

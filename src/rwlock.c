@@ -31,7 +31,7 @@
 #include <squarefree/rwlock.h>
 
 #include "atomic.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 #define RW_WRITER  SQF_RWLOCK_WRITER_
 #define RW_HANDOFF SQF_RWLOCK_HANDOFF_
@@ -73,10 +73,6 @@ static inline uint32_t pending(uint32_t v)
 static inline bool is_shared(sqf_rwlock *l)
 {
     return (at_load(rq(l), RLX) & RW_SHARED) != 0;
-}
-static inline bool passed(sqf_deadline deadline)
-{
-    return deadline != SQF_FOREVER && deadline <= sqf_now();
 }
 
 /* Wake every reader asleep on `readers`, after a CAS on `state` that granted
@@ -125,7 +121,14 @@ static void pass_turn(sqf_rwlock *l, bool shared)
 
 /* ---- readers ----------------------------------------------------------- */
 
-/* A reader counted in PENDING (registered in `v`, which holds its phase)
+/* The wait protocol (waitop.h).  Stages of an rwlock wait: */
+enum {
+    RW_GRANT, /* a reader counted in PENDING, waiting to be let in */
+    RW_QUEUE, /* a writer waiting for the turn */
+    RW_DRAIN  /* a writer with the turn, waiting for the readers inside */
+};
+
+/* A reader counted in PENDING (registered in the phase u.rwlock.phase)
  * waits to be let in.  Three ways out:
  * - PHASE flipped: a wrunlock granted us, we are in READERS already.  Only a
  *   wrunlock flips PHASE, and only with READERS == 0, so it cannot flip
@@ -138,16 +141,17 @@ static void pass_turn(sqf_rwlock *l, bool shared)
  *   can take the turn while PENDING > 0, so no grant can happen meanwhile.
  *   The last one to claim hands the turn to a sleeping writer, if any.
  * - time-out while WRITER is set: leave PENDING.  Nobody waits for PENDING
- *   to shrink while a writer has the turn, so there is nothing to pass on. */
-static int wait_for_grant(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, const sqf_cancel *tok)
+ *   to shrink while a writer has the turn, so there is nothing to pass on.
+ *   (A grant or release since our read makes that CAS fail: we look again.) */
+static int grant_step(struct sqf_waitop *op)
 {
-    int stop = 0; /* ECANCELED or ENOTSUP: leave as a time-out does */
+    sqf_rwlock *l = op->u.rwlock.l;
     sqf_word *s = st(l);
-    const uint32_t phase = v & RW_PHASE;
+    const uint32_t phase = op->u.rwlock.phase;
     const bool shared = is_shared(l);
     for (;;) {
         uint32_t seq = at_load(rq(l), ACQ);
-        v = at_load(s, ACQ); /* ACQ: a grant's writes happen-before our section */
+        uint32_t v = at_load(s, ACQ); /* ACQ: a grant's writes happen-before our section */
         if ((v & RW_PHASE) != phase) return 0;
         if (!(v & RW_WRITER)) {
             uint32_t want = v - RW_PUNIT + RW_RUNIT;
@@ -156,18 +160,25 @@ static int wait_for_grant(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, cons
             if (want & RW_HANDOFF) pass_turn(l, shared);
             return 0;
         }
-        if (stop || passed(deadline)) {
-            if (at_cas(s, &v, v - RW_PUNIT, RLX)) return stop ? stop : ETIMEDOUT;
+        if (op->u.rwlock.stop || sqf_op_expired(op)) {
+            if (at_cas(s, &v, v - RW_PUNIT, RLX))
+                return op->u.rwlock.stop ? op->u.rwlock.stop : ETIMEDOUT;
             continue;
         }
-        int r = sqf_wait_cancellable(rq(l), seq, deadline, shared, tok);
-        if (r == ECANCELED || r == ENOTSUP) stop = r;
+        op->word = rq(l);
+        op->expected = seq;
+        op->shared = shared;
+        return SQF_OP_SLEEP;
     }
 }
 
-static int rdlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
+int sqf_rwlock_rdlock_step_(struct sqf_waitop *op, int how)
 {
-    if (!l) return EINVAL;
+    sqf_rwlock *l = op->u.rwlock.l;
+    if (how != SQF_OP_START) {
+        if (how == ECANCELED || how == ENOTSUP) op->u.rwlock.stop = how;
+        return grant_step(op);
+    }
     sqf_word *s = st(l);
     uint32_t v = at_load(s, RLX);
     for (;;) {
@@ -179,11 +190,30 @@ static int rdlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
             continue;
         }
         /* A writer holds the lock or waits for the readers inside: do not
-         * barge past it.  A passed deadline means "try once". */
-        if (passed(deadline)) return ETIMEDOUT;
-        if (sqf_cancel_is_cancelled(tok)) return ECANCELED;
-        if (at_cas(s, &v, v + RW_PUNIT, RLX)) return wait_for_grant(l, v + RW_PUNIT, deadline, tok);
+         * barge past it.  A passed deadline means "try once", on a look
+         * made after the clock said so (the writer may have left since). */
+        if (sqf_op_expired(op)) {
+            uint32_t now = at_load(s, RLX);
+            if (now == v) return ETIMEDOUT;
+            v = now;
+            continue;
+        }
+        if (sqf_cancel_is_cancelled(op->tok)) return ECANCELED;
+        if (at_cas(s, &v, v + RW_PUNIT, RLX)) {
+            op->u.rwlock.stage = RW_GRANT;
+            op->u.rwlock.phase = v & RW_PHASE;
+            op->u.rwlock.stop = 0;
+            return grant_step(op);
+        }
     }
+}
+
+static int rdlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
+{
+    if (!l) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.rwlock.l = l;
+    return sqf_op_block(&op, sqf_rwlock_rdlock_step_);
 }
 
 int sqf_rwlock_rdlock_slow_(sqf_rwlock *l, sqf_deadline deadline)
@@ -221,20 +251,21 @@ int sqf_rwlock_rdunlock_slow_(sqf_rwlock *l)
 /* ---- writers ----------------------------------------------------------- */
 
 /* We have the turn (WRITER set by us, HANDOFF clear); `v` is the state as
- * we left it, read with ACQ.  Wait for the readers inside to leave; no new
- * ones can join them.  If the deadline passes first, give the turn up: to
- * the next sleeping writer if there is one (the readers waiting behind us
- * then wait for it), otherwise by clearing WRITER, which releases every
+ * we last saw it, read with ACQ.  Wait for the readers inside to leave; no
+ * new ones can join them.  If the deadline passes first, give the turn up:
+ * to the next sleeping writer if there is one (the readers waiting behind
+ * us then wait for it), otherwise by clearing WRITER, which releases every
  * waiting reader.  The last reader's wake-up is ours alone, and we consume
  * it only by finding READERS == 0 and taking the lock. */
-static int drain(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, bool shared,
-                 const sqf_cancel *tok)
+static int drain_step(struct sqf_waitop *op, uint32_t v)
 {
+    sqf_rwlock *l = op->u.rwlock.l;
     sqf_word *s = st(l);
-    int stop = 0; /* ECANCELED or ENOTSUP: give the turn up as a time-out does */
+    const bool shared = is_shared(l);
+    int stop = op->u.rwlock.stop; /* the token stopped us: give the turn up as a time-out does */
     for (;;) {
         if (readers_in(v) == 0) return 0;
-        if (stop || passed(deadline)) {
+        if (stop || sqf_op_expired(op)) {
             uint32_t want = (v & RW_WSLEEP) ? (v | RW_HANDOFF) : (v & ~RW_WRITER);
             /* AR: on failure v is re-read with ACQ, and may show
              * READERS == 0, on which we return 0 holding the lock. */
@@ -245,19 +276,34 @@ static int drain(sqf_rwlock *l, uint32_t v, sqf_deadline deadline, bool shared,
                 wake_readers(l, shared);
             return stop ? stop : ETIMEDOUT;
         }
-        int r = sqf_wait_cancellable(s, v, deadline, shared, tok);
-        if (r == ECANCELED || r == ENOTSUP) stop = r;
-        v = at_load(s, ACQ);
+        op->word = s;
+        op->expected = v;
+        op->shared = shared;
+        return SQF_OP_SLEEP;
     }
 }
 
-static int wrlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
+/* Take the turn we found free or were handed, then drain. */
+static int start_drain(struct sqf_waitop *op, uint32_t v)
 {
-    int stop = 0; /* ECANCELED or ENOTSUP once the token stops us */
-    if (!l) return EINVAL;
+    op->u.rwlock.stage = RW_DRAIN;
+    return drain_step(op, v);
+}
+
+int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
+{
+    struct sqf_rwlock_wait_ *rs = &op->u.rwlock;
+    sqf_rwlock *l = rs->l;
     sqf_word *s = st(l);
-    const bool shared = is_shared(l);
-    bool woken = false; /* returned from a wake-up: may claim a HANDOFF */
+    if (how == SQF_OP_START) {
+        rs->stage = RW_QUEUE;
+        rs->stop = 0;
+        rs->woken = false; /* returned from a wake-up: may claim a HANDOFF */
+    } else {
+        if (how == ECANCELED || how == ENOTSUP) rs->stop = how;
+        if (rs->stage == RW_DRAIN) return drain_step(op, at_load(s, ACQ));
+        rs->woken = how == SQF_WAIT_WOKEN;
+    }
     for (;;) {
         uint32_t seq = at_load(wq(l), ACQ);
         uint32_t v = at_load(s, ACQ);
@@ -265,27 +311,40 @@ static int wrlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
             /* The turn is free.  With readers inside, take it only if we
              * may wait for them: a passed deadline means "try once", and
              * taking the turn only to give it back would stall readers. */
-            if (readers_in(v) && passed(deadline)) return ETIMEDOUT;
-            if (at_cas(s, &v, v | RW_WRITER, ACQ))
-                return drain(l, v | RW_WRITER, deadline, shared, tok);
+            if (readers_in(v) && sqf_op_expired(op)) {
+                if (at_load(s, ACQ) != v) continue; /* changed since: look again */
+                return ETIMEDOUT;
+            }
+            if (at_cas(s, &v, v | RW_WRITER, ACQ)) return start_drain(op, v | RW_WRITER);
             continue;
         }
-        if (woken && (v & RW_HANDOFF)) {
+        if (rs->woken && (v & RW_HANDOFF)) {
             /* The turn was passed to us: claim it whatever our deadline, so
              * that the hand-off is not lost; drain gives it up properly. */
-            if (at_cas(s, &v, v & ~RW_HANDOFF, ACQ))
-                return drain(l, v & ~RW_HANDOFF, deadline, shared, tok);
+            if (at_cas(s, &v, v & ~RW_HANDOFF, ACQ)) return start_drain(op, v & ~RW_HANDOFF);
             continue;
         }
         /* Another writer has the turn, or released readers are owed theirs
          * (WRITER clear, PENDING > 0): sleep until a hand-off. */
-        if (stop) return stop; /* not dequeued by a hand-off: nothing consumed */
-        if (passed(deadline)) return ETIMEDOUT;
+        if (rs->stop) return rs->stop; /* not dequeued by a hand-off: nothing consumed */
+        if (sqf_op_expired(op)) {
+            if (at_load(s, ACQ) != v) continue; /* changed since: look again */
+            return ETIMEDOUT;
+        }
         if (!(v & RW_WSLEEP) && !at_cas(s, &v, v | RW_WSLEEP, RLX)) continue;
-        int r = sqf_wait_cancellable(wq(l), seq, deadline, shared, tok);
-        woken = r == SQF_WAIT_WOKEN;
-        if (r == ECANCELED || r == ENOTSUP) stop = r;
+        op->word = wq(l);
+        op->expected = seq;
+        op->shared = is_shared(l);
+        return SQF_OP_SLEEP;
     }
+}
+
+static int wrlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
+{
+    if (!l) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.rwlock.l = l;
+    return sqf_op_block(&op, sqf_rwlock_wrlock_step_);
 }
 
 int sqf_rwlock_wrlock_slow_(sqf_rwlock *l, sqf_deadline deadline)

@@ -79,7 +79,7 @@
 #include <squarefree/sem.h>
 
 #include "atomic.h"
-#include "cancel_wait.h"
+#include "waitop.h"
 
 #define SEM_SHARED (1u << 31)
 
@@ -166,55 +166,70 @@ int sqf_sem_tryacquire_slow_(sqf_sem *s)
     return take(sem_state(s)) ? 0 : EBUSY;
 }
 
-static int acquire(sqf_sem *s, sqf_deadline deadline, const sqf_cancel *tok)
+/* The wait protocol (waitop.h).  A waiter is counted in the state word
+ * (SEM_WAITER) from the step that finds the value 0 to the step that takes
+ * a permit or leaves. */
+int sqf_sem_acquire_step_(struct sqf_waitop *op, int how)
 {
-    if (!s) return EINVAL;
+    sqf_sem *s = op->u.sem.s;
     sqf_word64 *state = sem_state(s);
-    if (take(state)) return 0;
-    /* A deadline already past: that was the one try.  Return before
-     * counting ourselves, so that no release pays for a futile wake. */
-    if (deadline != SQF_FOREVER && deadline <= sqf_now()) return ETIMEDOUT;
-
-    bool shared = at_load(sem_max(s), RLX) & SEM_SHARED;
-    sqf_word *futex = sem_futex(s);
-    /* Count ourselves in, in a step that finds the value 0; if a permit
-     * arrived meanwhile, take it instead.  Any release after this step in
-     * the state word's modification order sees us counted (see the top). */
-    uint64_t st = at_load64(state, RLX);
-    for (;;) {
-        if (sem_value(st) != 0) {
-            if (at_cas64(state, &st, st - 1, ACQ)) return 0;
-        } else if (at_cas64(state, &st, st + SEM_WAITER, RLX)) {
-            break;
+    uint64_t st;
+    if (how == SQF_OP_START) {
+        if (take(state)) return 0;
+        /* A deadline already past: one more try, on a read made after the
+         * clock said so (a permit may have come since), and return before
+         * counting ourselves, so that no release pays for a futile wake. */
+        if (sqf_op_expired(op)) return take(state) ? 0 : ETIMEDOUT;
+        /* Count ourselves in, in a step that finds the value 0; if a permit
+         * arrived meanwhile, take it instead.  Any release after this step
+         * in the state word's modification order sees us counted (see the
+         * top). */
+        st = at_load64(state, RLX);
+        for (;;) {
+            if (sem_value(st) != 0) {
+                if (at_cas64(state, &st, st - 1, ACQ)) return 0;
+            } else if (at_cas64(state, &st, st + SEM_WAITER, RLX)) {
+                break;
+            }
         }
-    }
-    for (;;) {
-        /* Sleep while the value is 0.  EAGAIN (it was not 0 when we were
-         * queued), EINTR, a wake-up or a time-out: look again below. */
-        int r = sqf_wait_cancellable(futex, 0, deadline, shared, tok);
-        /* ECANCELED (or ENOTSUP) means no release's wake-up dequeued us:
-         * leave as a time-out does, consuming nothing. */
-        bool leaving = r == ETIMEDOUT || r == ECANCELED || r == ENOTSUP;
-        /* Leave the count in the same step that takes a permit or, when
-         * the deadline has passed, that finds none; else sleep again.
-         * After every sqf_wait, whatever it returned, we look: a thread
-         * woken at its deadline still takes the permit it was woken for.
-         * AR: ACQ takes the permit's writes; REL (also on the time-out
-         * path) pairs with destroy's ACQ load: our accesses to *s end
-         * here.  (A WOKEN return whose deadline has passed comes back here
-         * with ETIMEDOUT from the next sqf_wait, which then returns at
-         * once.) */
+    } else {
+        /* A release's wake-up carries no permit: the permit is in the value,
+         * taken by CAS.  So after every sleep, whatever it returned, we
+         * look: a thread woken at its deadline still takes the permit it
+         * was woken for, and one that leaves (time-out, or ECANCELED /
+         * ENOTSUP: no release's wake-up dequeued it) consumes nothing.
+         * Leave the count in the same step that takes a permit or, when
+         * leaving, that finds none; else sleep again.  AR: ACQ takes the
+         * permit's writes; REL (also on the leaving path) pairs with
+         * destroy's ACQ load: our accesses to *s end here.  (A WOKEN return
+         * whose deadline has passed comes back with ETIMEDOUT from the next
+         * sleep, which then ends at once.) */
+        bool leaving = how == ETIMEDOUT || how == ECANCELED || how == ENOTSUP;
         st = at_load64(state, RLX);
         for (;;) {
             if (sem_value(st) != 0) {
                 if (at_cas64(state, &st, st - 1 - SEM_WAITER, AR)) return 0;
             } else if (leaving) {
-                if (at_cas64(state, &st, st - SEM_WAITER, REL)) return r;
+                if (at_cas64(state, &st, st - SEM_WAITER, REL)) return how;
             } else {
                 break;
             }
         }
     }
+    /* Sleep while the value is 0.  EAGAIN (it was not 0 when we were
+     * queued), EINTR, a wake-up or a time-out: look again. */
+    op->word = sem_futex(s);
+    op->expected = 0;
+    op->shared = at_load(sem_max(s), RLX) & SEM_SHARED;
+    return SQF_OP_SLEEP;
+}
+
+static int acquire(sqf_sem *s, sqf_deadline deadline, const sqf_cancel *tok)
+{
+    if (!s) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.sem.s = s;
+    return sqf_op_block(&op, sqf_sem_acquire_step_);
 }
 
 int sqf_sem_acquire_slow_(sqf_sem *s, sqf_deadline deadline)

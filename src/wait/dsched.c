@@ -179,8 +179,12 @@ void dsched_yield(void)
     sqf_dsched_point();
 }
 
+/* A read of the clock is a scheduling point: others may act between a
+ * thread's look at a word and its look at the clock (a deadline check
+ * against a stale read of the state is the race this lets us reach). */
 int64_t sqf_dsched_now(void)
 {
+    sqf_dsched_point();
     return S.now;
 }
 

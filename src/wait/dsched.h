@@ -2,16 +2,14 @@
  *
  * Built with SQF_DSCHED (the CMake target squarefree_dsched, tests only),
  * every function of src/atomic.h first calls sqf_dsched_point(), sqf_now()
- * reads a simulated clock, and the wait seam is src/wait/dsched.c, which
- * simulates a futex no kinder than Linux's: FIFO queues per address,
- * requeue, multi-word waits queued word by word, a sleeper woken through
- * several words before it runs (every wake counts it; it reports the
- * highest index), a wake beating a time-out, and wake-ups that are spurious
- * (EINTR) or time-outs that fire whenever the schedule says so.
- * Threads run one at a time; at every point the scheduler chooses who runs
- * next, from a seed: either uniformly at random, or by PCT (random thread
- * priorities, lowered at d-1 random steps).  A run is a function of its
- * seed, so a failing seed replays exactly.
+ * reads a simulated clock (and is a scheduling point too), and the wait seam is src/wait/dsched.c,
+ * which simulates a futex no kinder than Linux's: FIFO queues per address, requeue, multi-word
+ * waits queued word by word, a sleeper woken through several words before it runs (every wake
+ * counts it; it reports the highest index), a wake beating a time-out, and wake-ups that are
+ * spurious (EINTR) or time-outs that fire whenever the schedule says so. Threads run one at a time;
+ * at every point the scheduler chooses who runs next, from a seed: either uniformly at random, or
+ * by PCT (random thread priorities, lowered at d-1 random steps).  A run is a function of its seed,
+ * so a failing seed replays exactly.
  *
  * What it explores: interleavings of atomic steps and wait/wake calls under
  * sequential consistency.  What it does not: weaker memory orderings (each
