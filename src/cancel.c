@@ -51,13 +51,11 @@ int sqf_cancel_is_cancelled(const sqf_cancel *t)
     return 0;
 }
 
-int sqf_wait_cancellable(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared,
-                         const sqf_cancel *tok)
+int sqf_sleep_prepare(struct sqf_sleep *s, sqf_word *word, uint32_t expected, bool shared,
+                      sqf_deadline deadline, const sqf_cancel *tok)
 {
-    if (!tok) return sqf_wait(word, expected, deadline, shared);
     /* The token words first, the primitive's word last: see cancel_wait.h
      * for why the order is the whole of the correctness argument. */
-    struct sqf_wait_word w[SQF_WAIT_MAX_WORDS];
     int n = 0;
     sqf_deadline tok_deadline = SQF_FOREVER;
     for (const sqf_cancel *t = tok; t && n < SQF_WAIT_MAX_WORDS - 1; t = t->parent) {
@@ -68,14 +66,21 @@ int sqf_wait_cancellable(sqf_word *word, uint32_t expected, sqf_deadline deadlin
         }
         if (v & TOK_CANCELLED) return ECANCELED;
         if (t->deadline && t->deadline < tok_deadline) tok_deadline = t->deadline;
-        w[n++] = (struct sqf_wait_word){tw, v | TOK_WAITERS, false};
+        s->w[n++] = (struct sqf_wait_word){tw, v | TOK_WAITERS, false};
     }
-    const int mine = n;
-    w[n++] = (struct sqf_wait_word){word, expected, shared};
-    if (tok_deadline != SQF_FOREVER && tok_deadline <= sqf_now()) return ECANCELED;
-    bool tok_first = tok_deadline < deadline;
-    int r = sqf_wait_any(w, n, tok_first ? tok_deadline : deadline);
-    if (r == mine) return SQF_WAIT_WOKEN;
+    s->w[n++] = (struct sqf_wait_word){word, expected, shared};
+    s->n = n;
+    s->tok_first = tok_deadline < deadline;
+    s->deadline = s->tok_first ? tok_deadline : deadline;
+    if (tok_deadline == SQF_FOREVER && deadline == SQF_FOREVER) return 0;
+    sqf_deadline now = sqf_now();
+    if (tok_deadline <= now) return ECANCELED;
+    return deadline <= now ? ETIMEDOUT : 0;
+}
+
+int sqf_sleep_result(const struct sqf_sleep *s, const sqf_cancel *tok, int r)
+{
+    if (r == s->n - 1) return SQF_WAIT_WOKEN;
     /* Woken through a token word only (a wake on ours would have been
      * reported instead), or not woken at all: nothing of ours consumed. */
     if (r >= 0) return sqf_cancel_is_cancelled(tok) ? ECANCELED : EINTR;
@@ -83,10 +88,20 @@ int sqf_wait_cancellable(sqf_word *word, uint32_t expected, sqf_deadline deadlin
     case ENOSYS:
         return ENOTSUP;
     case ETIMEDOUT:
-        return tok_first ? ECANCELED : ETIMEDOUT;
+        return s->tok_first ? ECANCELED : ETIMEDOUT;
     case EAGAIN:
         return sqf_cancel_is_cancelled(tok) ? ECANCELED : EAGAIN;
     default:
         return EINTR;
     }
+}
+
+int sqf_wait_cancellable(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared,
+                         const sqf_cancel *tok)
+{
+    if (!tok) return sqf_wait(word, expected, deadline, shared);
+    struct sqf_sleep s;
+    int e = sqf_sleep_prepare(&s, word, expected, shared, deadline, tok);
+    if (e) return e;
+    return sqf_sleep_result(&s, tok, sqf_wait_any(s.w, s.n, s.deadline));
 }

@@ -23,4 +23,23 @@
 int sqf_wait_cancellable(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shared,
                          const sqf_cancel *tok);
 
+/* The two halves of a cancellable sleep, shared by every driver (the
+ * blocking one above; an event loop's, whose sleep is asynchronous). */
+struct sqf_sleep {
+    struct sqf_wait_word w[SQF_WAIT_MAX_WORDS]; /* the tokens' words, then the primitive's */
+    int n;
+    sqf_deadline deadline; /* the sleep's: the earlier of the wait's and the tokens' */
+    bool tok_first;        /* it is a token's: its passing is a cancellation */
+};
+
+/* Announce the waiter on tok's words and fill s.  Returns 0 (sleep on s),
+ * or the sleep's result at once: ECANCELED (a token is cancelled or past
+ * its deadline), ETIMEDOUT (the deadline has passed). */
+int sqf_sleep_prepare(struct sqf_sleep *s, sqf_word *word, uint32_t expected, bool shared,
+                      sqf_deadline deadline, const sqf_cancel *tok);
+
+/* The sleep's result, from r as sqf_wait_any returns it (an index >= 0 or
+ * -errno): SQF_WAIT_WOKEN only if the primitive's word (the last) woke it. */
+int sqf_sleep_result(const struct sqf_sleep *s, const sqf_cancel *tok, int r);
+
 #endif

@@ -75,9 +75,9 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
     struct sqf_cond_wait_ *cw = &op->u.cond;
     sqf_cond *c = cw->c;
     sqf_mutex *m = cw->m;
-    bool shared = cv_shared(c);
-    sqf_word *seq = cv_seq(c);
+    sqf_word *seq = cv_seq(c); /* an address: no access */
     if (how == SQF_OP_START) {
+        bool shared = cv_shared(c);
         if (shared != mu_shared(m)) return EINVAL;
         /* Count ourselves in before reading seq, so that a signaller who
          * bumps seq after our read sees us and wakes us. */
@@ -94,8 +94,11 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
         op->shared = shared;
         return SQF_OP_SLEEP;
     }
+    /* Only while we are counted in `waiters` may we touch c: once we
+     * uncount, a signaller may destroy and free it (the relock below
+     * touches only m). */
     if (cw->stage == CV_WAIT) {
-        finish_broadcast(c, m, shared);
+        finish_broadcast(c, m, cv_shared(c));
         /* A time-out or cancellation with seq unchanged saw no signal;
          * otherwise one may have been meant for us, and returning 0 cannot
          * lose it.  (ECANCELED also means no signal's wake-up dequeued

@@ -192,7 +192,7 @@ int sqf_countdown_wait_step_(struct sqf_waitop *op, int how)
              * said so (the count may have reached zero since our read), and
              * no counting ourselves, so that destroy never sees a phantom
              * waiter. */
-            return cd_count(at_load64(state, ACQ)) == 0 ? 0 : ETIMEDOUT;
+            return cd_reached(at_load64(state, ACQ), cd_gen(st)) ? 0 : ETIMEDOUT;
         }
         op->u.countdown.gen = cd_gen(st);
         at_add(cd_waiters(c), 1, RLX);

@@ -193,9 +193,8 @@ int sqf_rwlock_rdlock_step_(struct sqf_waitop *op, int how)
          * barge past it.  A passed deadline means "try once", on a look
          * made after the clock said so (the writer may have left since). */
         if (sqf_op_expired(op)) {
-            uint32_t now = at_load(s, RLX);
-            if (now == v) return ETIMEDOUT;
-            v = now;
+            v = at_load(s, RLX);
+            if (v & RW_WRITER) return ETIMEDOUT;
             continue;
         }
         if (sqf_cancel_is_cancelled(op->tok)) return ECANCELED;
@@ -312,8 +311,9 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
              * may wait for them: a passed deadline means "try once", and
              * taking the turn only to give it back would stall readers. */
             if (readers_in(v) && sqf_op_expired(op)) {
-                if (at_load(s, ACQ) != v) continue; /* changed since: look again */
-                return ETIMEDOUT;
+                v = at_load(s, ACQ); /* still free with readers inside? */
+                if (!(v & RW_WRITER) && pending(v) == 0 && readers_in(v)) return ETIMEDOUT;
+                continue;
             }
             if (at_cas(s, &v, v | RW_WRITER, ACQ)) return start_drain(op, v | RW_WRITER);
             continue;
@@ -328,8 +328,10 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
          * (WRITER clear, PENDING > 0): sleep until a hand-off. */
         if (rs->stop) return rs->stop; /* not dequeued by a hand-off: nothing consumed */
         if (sqf_op_expired(op)) {
-            if (at_load(s, ACQ) != v) continue; /* changed since: look again */
-            return ETIMEDOUT;
+            v = at_load(s, ACQ); /* still not ours to take? */
+            if (((v & RW_WRITER) || pending(v)) && !(rs->woken && (v & RW_HANDOFF)))
+                return ETIMEDOUT;
+            continue;
         }
         if (!(v & RW_WSLEEP) && !at_cas(s, &v, v | RW_WSLEEP, RLX)) continue;
         op->word = wq(l);

@@ -1,6 +1,8 @@
 /* test_cond.c: sqf_cond's contract: errors, time-outs, signal, broadcast. */
 #include <squarefree/cond.h>
 
+#include <sys/mman.h>
+
 #include "atomic.h"
 #include "check.h"
 #include "mutex_word.h"
@@ -129,6 +131,57 @@ static void test_broadcast(void)
     CHECK_EQ(at_load((sqf_word *)&cv.waiters, SC), 0);
 }
 
+/* A waiter that was signalled and now sleeps to retake the mutex has left
+ * the cond: the signaller may destroy the cond and free its memory before
+ * the waiter runs again (here: unmap it, so that a late access faults).
+ * Regression: the relock step once re-read the cond's flags. */
+static sqf_mutex free_m;
+static sqf_cond *free_c;
+static sqf_word free_flag, free_entered;
+
+static void *free_waiter(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(sqf_mutex_lock(&free_m), 0);
+    at_store(&free_entered, 1, REL);
+    while (!at_load(&free_flag, ACQ))
+        CHECK_EQ(sqf_cond_wait(free_c, &free_m), 0);
+    CHECK_EQ(sqf_mutex_unlock(&free_m), 0);
+    return NULL;
+}
+
+static void test_destroy_while_relocking(void)
+{
+    for (int round = 0; round < 5; round++) {
+        free_c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(free_c != MAP_FAILED);
+        CHECK_EQ(sqf_cond_init(free_c, SQF_PRIVATE), 0);
+        CHECK_EQ(sqf_mutex_init(&free_m, SQF_PRIVATE), 0);
+        at_store(&free_flag, 0, RLX);
+        at_store(&free_entered, 0, RLX);
+        pthread_t t;
+        CHECK_EQ(pthread_create(&t, NULL, free_waiter, NULL), 0);
+        while (!at_load(&free_entered, ACQ))
+            usleep(100);
+        usleep(20000); /* asleep on the cond */
+        CHECK_EQ(sqf_mutex_lock(&free_m), 0);
+        at_store(&free_flag, 1, REL);
+        CHECK_EQ(sqf_cond_signal(free_c), 0);
+        /* Until the waiter has left the cond and sleeps on the mutex. */
+        for (int i = 0; i < 2000; i++) {
+            if ((at_load((sqf_word *)&free_c->waiters, ACQ) & 0x7fffffffu) == 0 &&
+                (at_load(mu_word(&free_m), RLX) & MU_PARKED))
+                break;
+            usleep(1000);
+        }
+        usleep(5000);
+        CHECK_EQ(sqf_cond_destroy(free_c), 0);
+        CHECK_EQ(munmap(free_c, 4096), 0);
+        CHECK_EQ(sqf_mutex_unlock(&free_m), 0);
+        pthread_join(t, NULL);
+    }
+}
+
 int main(void)
 {
     watchdog(60);
@@ -136,5 +189,6 @@ int main(void)
     test_timeouts();
     test_signal_and_destroy();
     test_broadcast();
+    test_destroy_while_relocking();
     return check_done();
 }
