@@ -32,5 +32,6 @@
 #include <squarefree/cancel.h>
 #include <squarefree/countdown.h>
 #include <squarefree/rwlock.h>
+#include <squarefree/loop.h>
 
 #endif

@@ -15,6 +15,7 @@ PACKAGES=(
     valgrind                       # callgrind instruction counts (BENCHMARKS.md U1)
     clang-format                   # the project's formatting
     libck-dev                      # Concurrency Kit: the MCS lock compared in sqbench C1/C2
+    liburing-dev                   # io_uring: the event-loop backend (sqf_loop)
     python3-matplotlib             # sqbench plots
     git ca-certificates
 )

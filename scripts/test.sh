@@ -249,7 +249,9 @@ config_install() {
     libdir=$(pkg-config --variable=libdir squarefree)
     read -r -a cflags <<<"$(pkg-config --cflags squarefree)"
     read -r -a libs <<<"$(pkg-config --libs squarefree)"
-    read -r -a static_libs <<<"$(pkg-config --static --libs-only-other squarefree)"
+    # Everything a static link needs but the library itself (-pthread, -luring).
+    read -r -a static_libs <<<"$(pkg-config --static --libs-only-other squarefree) \
+        $(pkg-config --static --libs-only-l squarefree | sed 's/-lsquarefree//')"
     echo "pkg-config: version $(pkg-config --modversion squarefree); cflags: ${cflags[*]}; libs: ${libs[*]}"
     # Every consumer run is bounded: a hang fails the check instead of the CI run.
     local run=(timeout 120)

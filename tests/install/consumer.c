@@ -1,8 +1,9 @@
 /* consumer.c: a program built against an INSTALLED squarefree (scripts/test.sh,
  * configuration "install"), through pkg-config and through find_package.  It
  * checks that the installed headers and library work together: threads,
- * mutex, condition variable, semaphore, once, deadlines and the error
- * convention. */
+ * mutex, condition variable, semaphore, once, deadlines, the error
+ * convention, and an event loop (which links io_uring where the build has
+ * it: a static link then needs pkg-config's private libraries). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -91,6 +92,18 @@ int main(void)
     EXPECT(sqf_once_done(&init_once) && init_runs == 2);
 
     EXPECT(sqf_now() > 0 && sqf_after(SQF_SEC) > sqf_now());
+
+    sqf_loop *loop;
+    int e = sqf_loop_create(&loop, 0);
+    EXPECT(e == 0 || e == ENOTSUP);
+    if (e == 0) {
+        sqf_event ev = SQF_EVENT_INIT;
+        sqf_loop_op op;
+        EXPECT(sqf_event_set(&ev) == 0);
+        EXPECT(sqf_loop_event_wait(loop, &op, &ev, SQF_FOREVER, NULL, NULL, NULL) == EINVAL);
+        EXPECT(sqf_loop_pending(loop) == 0);
+        EXPECT(sqf_loop_destroy(loop) == 0);
+    }
 
     printf("consumer (C): %s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;

@@ -1,0 +1,174 @@
+/* squarefree/loop.h: event loops wait on the same primitives as threads.
+ *
+ * What it is for: a server built on an event loop (epoll, libuv, libevent,
+ * GLib, Python's asyncio) that shares a semaphore, a latch, an event or a
+ * lock with a pool of worker threads.  Blocking the loop is wrong, a helper
+ * thread per wait is the square again, and an eventfd per waiter costs k
+ * system calls to wake k waiters.  An sqf_loop lets tasks of the loop wait
+ * on any squarefree primitive beside threads, on the primitive's own words:
+ * the primitives, their release paths and their costs do not change, a
+ * thread's unlock may hand the lock to a loop task and the other way round,
+ * and a wake-all stays ONE kernel call whatever mix of threads and loop
+ * tasks waits.
+ *
+ *     sqf_loop *loop;
+ *     sqf_loop_create(&loop, 0);
+ *     watch_readable(sqf_loop_fd(loop), on_ready);       // epoll, uv_poll_t, add_reader...
+ *
+ *     static sqf_loop_op op;                              // caller-owned, one per wait
+ *     int e = sqf_loop_sem_acquire(loop, &op, &jobs, SQF_FOREVER, NULL, got_job, ctx);
+ *     if (e != EINPROGRESS) got_job(&op, e, ctx);         // completed at once
+ *
+ *     void on_ready(void) { sqf_loop_dispatch(loop); }    // runs got_job when a permit comes
+ *
+ * How a wait runs: each primitive's wait protocol (the same code a blocking
+ * call runs) tries first; if it must wait, the loop submits an io_uring
+ * FUTEX_WAITV on the primitive's word (and the words of the cancellation
+ * token's chain, as a blocking waiter sleeps on them), with the deadline as
+ * a linked absolute time-out.  The kernel queues that wait in the same futex
+ * queue as sleeping threads, so one FUTEX_WAKE serves both kinds, first
+ * come first served.  When it completes, sqf_loop_dispatch runs the
+ * protocol's next step, which either finishes (the callback runs) or waits
+ * again.
+ *
+ * Rules:
+ * - One thread drives a loop: every sqf_loop_* call on a loop, and its
+ *   dispatch, from that thread.  Any thread may release what a loop task
+ *   waits for.  Different loops are independent.
+ * - The caller owns each sqf_loop_op, as libuv's request structs are owned:
+ *   nothing is allocated per wait.  An op is in use from a call that
+ *   returns EINPROGRESS until its callback has been entered; it must not be
+ *   moved, freed or reused meanwhile.  The callback may reuse it at once.
+ * - A call either completes at once (returns 0 or an errno, no callback,
+ *   no system call when nothing had to wait) or returns EINPROGRESS and
+ *   later runs its callback exactly once, from sqf_loop_dispatch, with 0 or
+ *   the errno the blocking call would have returned.
+ * - A mutex or rwlock op that completes with 0 holds the lock, which any
+ *   thread may release later.  A cond op releases the mutex, waits, and
+ *   reacquires the mutex (asynchronously) before its callback.
+ *
+ * Errors (a failed call changes nothing):
+ * - EINVAL: NULL loop, op, object or callback; an invalid object (as the
+ *   blocking call).
+ * - ENOTSUP (sqf_loop_create): no backend can run here: the kernel lacks
+ *   io_uring's futex operations (Linux < 6.7), io_uring is disabled
+ *   (kernel.io_uring_disabled, or a seccomp profile such as Docker's
+ *   default), or the library was built without liburing.  A fallback that
+ *   needs neither is not part of this version.
+ * - ENOMEM, EMFILE...: sqf_loop_create could not get a ring or a file.
+ * - EBUSY (sqf_loop_destroy): waits are still pending.
+ * - ENOENT (sqf_loop_cancel): the op is not pending (it completed, or its
+ *   callback has run).
+ * - Callbacks get what the blocking form returns: ETIMEDOUT, ECANCELED (the
+ *   token, or sqf_loop_cancel), EPIPE (a broken barrier, an aborted latch).
+ *
+ * Memory ordering: as the blocking forms: a callback (or an at-once result)
+ * of 0 is the acquire the blocking call would have been.
+ *
+ * Fairness: loop tasks and threads waiting on one word are woken in the
+ * kernel's queue order, whichever kind each is.  A loop task consumes a
+ * hand-off (a mutex's unlock_fair or starvation hand-off, a writer's turn)
+ * when its wait completes, but takes ownership only at the next dispatch:
+ * keep dispatches prompt (a loop that is busy for long delays the hand-off
+ * as a descheduled thread would).  The mutex's starvation bound counts loop
+ * waiters as it counts threads.
+ *
+ * Wake-ups: the releaser's cost does not change (one FUTEX_WAKE, whatever
+ * mix waits).  The loop makes one system call per wait that must sleep (the
+ * submission), none per completion beyond its dispatch; a wait that
+ * completes at once makes none.
+ *
+ * Misuse: a blocking squarefree call made on a loop's own thread can
+ * deadlock that loop (the callback that would release it never runs while
+ * the thread blocks): use the loop forms there.  Ops not yet completed when
+ * the loop is destroyed: destroy refuses (EBUSY); cancel them and dispatch
+ * until their callbacks have run.
+ */
+#ifndef SQUAREFREE_LOOP_H
+#define SQUAREFREE_LOOP_H
+
+#include <squarefree/barrier.h>
+#include <squarefree/bits/common.h>
+#include <squarefree/cancel.h>
+#include <squarefree/cond.h>
+#include <squarefree/countdown.h>
+#include <squarefree/event.h>
+#include <squarefree/latch.h>
+#include <squarefree/mutex.h>
+#include <squarefree/rwlock.h>
+#include <squarefree/sem.h>
+#include <squarefree/time.h>
+
+SQF_BEGIN_DECLS
+
+typedef struct sqf_loop sqf_loop;
+
+/** The caller's storage for one wait of a loop (contents private). */
+typedef struct sqf_loop_op {
+    uint64_t opaque_[64];
+} sqf_loop_op;
+
+/** A completion: the op, its result (0 or an errno), and the caller's arg. */
+typedef void (*sqf_loop_cb)(sqf_loop_op *op, int result, void *arg);
+
+/** sqf_loop_create flags: 0 picks the best backend available. */
+#define SQF_LOOP_URING 1u /* io_uring futex operations (Linux 6.7+) */
+
+/** Create a loop in *out.  Errors: EINVAL, ENOTSUP, ENOMEM, EMFILE. */
+SQF_API int sqf_loop_create(sqf_loop **out, unsigned flags);
+
+/** Free a loop with no pending waits.  Errors: EINVAL, EBUSY. */
+SQF_API int sqf_loop_destroy(sqf_loop *loop);
+
+/** A file descriptor that becomes readable when completions are ready to be
+ *  dispatched (an eventfd: level-triggered, reset by sqf_loop_dispatch).
+ *  Watch it with any event loop; do not read or close it.  -1 for NULL. */
+SQF_API int sqf_loop_fd(sqf_loop *loop);
+
+/** Run the callbacks of the waits that have completed, without blocking.
+ *  Returns how many ran (>= 0), or -EINVAL. */
+SQF_API int sqf_loop_dispatch(sqf_loop *loop);
+
+/** The number of waits of the loop whose callbacks have not run. */
+SQF_API unsigned sqf_loop_pending(sqf_loop *loop);
+
+/** Ask a pending op to stop waiting: its callback then runs (at a later
+ *  dispatch) with ECANCELED, having consumed nothing, or with 0 if what it
+ *  waited for arrived first.  Errors: EINVAL, ENOENT. */
+SQF_API int sqf_loop_cancel(sqf_loop *loop, sqf_loop_op *op);
+
+/* The waits.  Each returns 0 or an errno when it completed at once (no
+ * callback), or EINPROGRESS (the callback will run once).  `deadline` and
+ * `cancel` (may be NULL) as in the _until forms of each primitive. */
+SQF_API int sqf_loop_mutex_lock(sqf_loop *loop, sqf_loop_op *op, sqf_mutex *m,
+                                sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
+                                void *arg);
+SQF_API int sqf_loop_cond_wait(sqf_loop *loop, sqf_loop_op *op, sqf_cond *c, sqf_mutex *m,
+                               sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
+                               void *arg);
+SQF_API int sqf_loop_sem_acquire(sqf_loop *loop, sqf_loop_op *op, sqf_sem *s, sqf_deadline deadline,
+                                 const sqf_cancel *cancel, sqf_loop_cb cb, void *arg);
+SQF_API int sqf_loop_event_wait(sqf_loop *loop, sqf_loop_op *op, sqf_event *e,
+                                sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
+                                void *arg);
+SQF_API int sqf_loop_latch_wait(sqf_loop *loop, sqf_loop_op *op, sqf_latch *l,
+                                sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
+                                void *arg);
+SQF_API int sqf_loop_countdown_wait(sqf_loop *loop, sqf_loop_op *op, sqf_countdown *c,
+                                    sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
+                                    void *arg);
+/** As sqf_barrier_wait_until without a completion function; the callback's
+ *  result is 0 when the phase completed (the arrival index is not reported). */
+SQF_API int sqf_loop_barrier_wait(sqf_loop *loop, sqf_loop_op *op, sqf_barrier *b,
+                                  sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
+                                  void *arg);
+SQF_API int sqf_loop_rwlock_rdlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l,
+                                   sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
+                                   void *arg);
+SQF_API int sqf_loop_rwlock_wrlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l,
+                                   sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
+                                   void *arg);
+
+SQF_END_DECLS
+
+#endif
