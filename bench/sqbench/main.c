@@ -39,6 +39,7 @@ static const struct experiment experiments[] = {
     {"s4", "square", "wake n threads with one event", sb_run_s4},
     {"s5", "square", "n threads pass a barrier 10 times", sb_run_s5},
     {"w1", "wake", "wake-all latency of k sleeping waiters", sb_run_w1},
+    {"w2", "wake", "wake-all latency of k waits pending in an event loop", sb_run_w2},
     {"c1", "contention", "lock contention against hold fraction (Preshing)", sb_run_c1},
     {"c2", "contention", "lock contention against lock frequency", sb_run_c2},
     {"o1", "oversubscription", "throughput and fairness, 1-256 threads", sb_run_o1},
@@ -57,7 +58,7 @@ static void usage(FILE *out)
         "  --limit SEC       time limit of one run of one data point (default 30, quick 5)\n"
         "  --duration SEC    length of one timed run in C1, C2, O1 (default per experiment)\n"
         "  --n LIST          thread counts of S1-S5 (default 100,200,400,800,1600;\n"
-        "                    quick 100,200,400,800), waiter counts k of W1\n"
+        "                    quick 100,200,400,800), waiter counts k of W1, W2\n"
         "  --threads LIST    thread counts of C1 (default 1,2,4,8) and O1 (1,2,4,...,256)\n"
         "  --locks LIST      locks of C1, C2 and O1 (default all built: pthread,\n"
         "                    pthread-adaptive,ttas,ck-mcs,sqf)\n"

@@ -10,6 +10,7 @@ next to the CSV and only for the experiments the CSV holds:
     c1.png/.svg        C1: parallelism against hold fraction, with the model
     c2.png/.svg        C2: parallelism against the interval between locks
     w1.png/.svg        W1: wake-all latency against k waiters
+    w2.png/.svg        W2: the same into an event loop (k pending loop waits)
     o1.png/.svg        O1: throughput and Jain's fairness index against threads
     u1.png/.svg        U1: uncontended ns (and instructions) per operation
     headline.png       S2 alone, small: the plot the README shows
@@ -390,22 +391,33 @@ def fig_c2(plt, data, outdir, style):
     return ["c2.png", "c2.svg"]
 
 
-def fig_w1(plt, data, outdir, style):
-    if not data.has("W1", "latency_us"):
+def fig_wake(plt, data, outdir, style, exp, title, ylabel):
+    if not data.has(exp, "latency_us"):
         return []
-    series = data.series("W1", "latency_us")
+    series = data.series(exp, "latency_us")
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     plot_lines(ax, series, style)
     xs = sorted({p[0] for pts in series.values() for p in pts})
     if xs:
         log_axis(ax, "x", base=2, ticks=xs)
     log_axis(ax, "y")
-    finish(ax, "W1: wake-all latency of k sleeping waiters, log-log (%s)"
-           % runs_text(data.nruns("W1", "latency_us")),
-           "k (waiters)", "median \u00b5s until the last waiter runs")
+    finish(ax, "%s: %s, log-log (%s)" % (exp, title, runs_text(data.nruns(exp, "latency_us"))),
+           "k (waiters)", ylabel)
     fig.tight_layout()
-    save(plt, fig, outdir, "w1")
-    return ["w1.png", "w1.svg"]
+    name = exp.lower()
+    save(plt, fig, outdir, name)
+    return [name + ".png", name + ".svg"]
+
+
+def fig_w1(plt, data, outdir, style):
+    return fig_wake(plt, data, outdir, style, "W1", "wake-all latency of k sleeping waiters",
+                    "median \u00b5s until the last waiter runs")
+
+
+def fig_w2(plt, data, outdir, style):
+    return fig_wake(plt, data, outdir, style, "W2",
+                    "wake-all latency of k waits pending in an event loop",
+                    "median \u00b5s until the last callback ran")
 
 
 def fig_o1(plt, data, outdir, style):
@@ -497,7 +509,7 @@ def main(argv):
     data = Data(rows)
     style = Styles(data)
     made = []
-    for fig in (fig_square, fig_c1, fig_c2, fig_w1, fig_o1, fig_u1):
+    for fig in (fig_square, fig_c1, fig_c2, fig_w1, fig_w2, fig_o1, fig_u1):
         made += fig(plt, data, outdir, style)
     if os.environ.get("SQBENCH_PLOT_VERBOSE"):
         print("plot.py: wrote %s in %s" % (", ".join(made) or "nothing", outdir))

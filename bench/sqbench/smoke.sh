@@ -8,7 +8,8 @@
 # Checks:
 #   - `sqbench report --quick` on tiny sizes exits 0 and writes sqbench.csv:
 #     the exact header, 8 fields a row, status ok|limit|skipped, every
-#     experiment id (S1-S5, C1, C2, U1, W1, O1) present;
+#     experiment id (S1-S5, C1, C2, U1, W1, O1; W2 where the build has an
+#     event-loop backend) present;
 #   - bad input: an unknown experiment or option, malformed lists, unwritable
 #     --csv folders, a thread the system refuses (ulimit -v): exit 1 or 2
 #     (never a signal), one line on stderr, no CSV;
@@ -64,6 +65,12 @@ else
     badv=$(awk -F, 'NR > 1 && $8 == "ok" && $7 !~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/ { print NR ": " $0; n++; if (n == 5) exit }' "$CSV")
     if [[ -z "$badv" ]]; then ok "every ok row has a number"; else fail "ok rows without a number:"$'\n'"$badv"; fi
     ids=" $(awk -F, 'NR > 1 { print $1 }' "$CSV" | sort -u | tr '\n' ' ')"
+    # W2 needs an event-loop backend; without one the report must say so.
+    if grep -q "W2: not run" "$TMP/report.out"; then
+        ok "W2 not run, and the report says why"
+    else
+        EXPECT_IDS+=(W2)
+    fi
     missing=()
     for id in "${EXPECT_IDS[@]}"; do
         [[ "$ids" == *" $id "* ]] || missing+=("$id")

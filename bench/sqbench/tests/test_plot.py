@@ -110,6 +110,10 @@ def other_rows():
             for k in (1, 4, 16, 64, 256, 1024):
                 rows.append(("W1", v, k + 1, k, run, "latency_us", "%.6g" % ((3 + i) * k**0.9 * jitter(run)), "ok"))
     for run in range(RUNS):
+        for i, v in enumerate(["sqf-loop-event", "sqf-loop-latch", "eventfd-each", "threads-event"]):
+            for k in (1, 4, 16, 64, 256, 1024):
+                rows.append(("W2", v, k, k, run, "latency_us", "%.6g" % ((2 + i) * k**0.95 * jitter(run)), "ok"))
+    for run in range(RUNS):
         for i, lock in enumerate(locks):
             for t in (1, 2, 4, 8, 16, 32, 64, 128, 256):
                 if lock == "ck-mcs" and t >= 64:
@@ -164,7 +168,7 @@ def svg_text(path):
     return " ".join(t for t in root.itertext())
 
 
-FAMILIES = ["square", "c1", "c2", "w1", "o1", "u1"]
+FAMILIES = ["square", "c1", "c2", "w1", "w2", "o1", "u1"]
 
 
 def expect_files(folder, families, headline, what):
@@ -267,7 +271,8 @@ def main():
             expect_files(d, ["square"], False, "no S2")
 
             # One experiment of each other family alone.
-            for exp, fam in (("C1", "c1"), ("C2", "c2"), ("W1", "w1"), ("O1", "o1"), ("U1", "u1")):
+            for exp, fam in (("C1", "c1"), ("C2", "c2"), ("W1", "w1"), ("W2", "w2"), ("O1", "o1"),
+                             ("U1", "u1")):
                 d = write(os.path.join(tmp, "only-" + fam), [r for r in other_rows() if r[0] == exp])
                 rc, out, err = run(plot, d)
                 check(rc == 0, "%s only: exit status 0 (got %d: %s)" % (exp, rc, err.strip()))
