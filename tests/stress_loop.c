@@ -13,9 +13,11 @@
  *   items conserved;
  * - sqf_loop_cancel racing a release: a permit either taken or left.
  * A lost wake-up shows as a hang, reported by the bounded waits below (and
- * the watchdog).  On a kernel without io_uring's futex operations it
+ * the watchdog).  Everything runs on the fallback backend, then on
+ * io_uring; on a kernel without io_uring's futex operations the test
  * reports itself skipped (exit 77), never passed. */
 #include <poll.h>
+#include <string.h>
 #include <time.h>
 
 #include <squarefree.h>
@@ -245,6 +247,9 @@ static void *sem_thread(void *arg)
 static void test_sem(void)
 {
     sqf_sem_init(&sem, SEM_PERMITS, 0, SQF_PRIVATE);
+    at_store(&sem_stop, 0, RLX);
+    at_store(&sem_got, 0, RLX);
+    at_store(&sem_gaveup, 0, RLX);
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
         pthread_create(&t[i], NULL, sem_thread, (void *)(uintptr_t)(i + 9));
@@ -306,6 +311,8 @@ static void test_mixed_wake(void)
 {
     sqf_latch_init(&latch, 1, SQF_PRIVATE);
     sqf_event_init(&event, SQF_PRIVATE);
+    at_store(&mix_thread_done, 0, RLX);
+    memset(mix_done, 0, sizeof mix_done);
     pthread_t t[MIX_THREADS];
     int started = 0;
     for (int i = 0; i < MIX_THREADS; i++)
@@ -461,6 +468,7 @@ static void test_cond(void)
     sqf_mutex_init(&cm, SQF_PRIVATE);
     sqf_cond_init(&cv, SQF_PRIVATE);
     producers_left = 2;
+    items = consumed = 0;
     run_loops(cv_kick, cv_finished);
     pthread_t p[2], c[2];
     for (int i = 0; i < 2; i++) {
@@ -497,10 +505,10 @@ static void *race_release(void *arg)
     return NULL;
 }
 
-static void test_cancel_race(void)
+static void test_cancel_race(unsigned flags)
 {
     sqf_loop *loop;
-    CHECK_EQ(sqf_loop_create(&loop, 0), 0);
+    CHECK_EQ(sqf_loop_create(&loop, flags), 0);
     int took = 0, cancelled = 0;
     for (int k = 0; k < 2000; k++) {
         sqf_sem *s = &race_sem;
@@ -539,24 +547,40 @@ static void test_cancel_race(void)
     CHECK(took > 0 && cancelled > 0); /* both sides of the race happened */
 }
 
-int main(void)
+/* Everything above with both loops on one backend; 77 if it cannot run. */
+static int on_backend(unsigned flags, const char *name)
 {
-    watchdog(180);
     for (int i = 0; i < LOOPS; i++) {
-        int e = sqf_loop_create(&loopers[i].loop, 0);
+        int e = sqf_loop_create(&loopers[i].loop, flags);
         if (e == ENOTSUP) {
-            printf("stress_loop: SKIPPED: this kernel refuses io_uring futex operations\n");
+            for (int j = 0; j < i; j++)
+                sqf_loop_destroy(loopers[j].loop);
             return 77;
         }
         CHECK_EQ(e, 0);
+        if (e) return 0;
     }
+    printf("== %s backend\n", name);
     test_mutex();
     test_sem();
     test_mixed_wake();
     test_barrier();
     test_cond();
-    test_cancel_race();
+    test_cancel_race(flags);
     for (int i = 0; i < LOOPS; i++)
         CHECK_EQ(sqf_loop_destroy(loopers[i].loop), 0);
+    return 0;
+}
+
+int main(void)
+{
+    watchdog(240);
+    CHECK_EQ(on_backend(SQF_LOOP_FALLBACK, "fallback"), 0);
+    if (on_backend(SQF_LOOP_URING, "io_uring") == 77) {
+        printf("stress_loop: the io_uring backend SKIPPED: this kernel refuses io_uring futex "
+               "operations\n");
+        check_done();
+        return 77;
+    }
     return check_done();
 }

@@ -1,10 +1,13 @@
 /* test_loop.c: sqf_loop, every op and every errno: completing at once,
  * completing from dispatch after a thread's release, time-outs, tokens,
  * sqf_loop_cancel, hand-offs between threads and loop waits, and bad input.
- * In a build without a loop backend (no liburing, or the portable wait
- * backend) it checks that sqf_loop_create refuses with ENOTSUP; on a kernel
- * without io_uring's futex operations it reports itself skipped (77). */
+ * Every check runs on both backends: the fallback (always), and io_uring;
+ * in a build without io_uring (no liburing, or the portable wait backend)
+ * it checks that SQF_LOOP_URING is refused with ENOTSUP, and on a kernel
+ * without io_uring's futex operations it reports itself skipped (77) after
+ * checking the fallback. */
 #include <poll.h>
+#include <string.h>
 #include <time.h>
 
 #include <squarefree.h>
@@ -300,30 +303,45 @@ static void test_locks(void)
     CHECK_EQ(sqf_cond_destroy(&cv), 0);
 }
 
-int main(void)
+/* Every test above on one backend (flags: SQF_LOOP_URING or
+ * SQF_LOOP_FALLBACK).  Returns 0, or 77 if that backend cannot run here. */
+static int on_backend(unsigned flags, const char *name)
 {
-    watchdog(60);
-    int e = sqf_loop_create(&loop, 0);
-    if (!SQF_TEST_URING_EXPECTED) {
-        /* A build without a loop backend: create refuses, documented so. */
-        CHECK_EQ(e, ENOTSUP);
-        CHECK_EQ(sqf_loop_create(&loop, SQF_LOOP_URING), ENOTSUP);
-        CHECK_EQ(sqf_loop_create(NULL, 0), EINVAL);
-        return check_done();
-    }
-    if (e == ENOTSUP) {
-        printf("test_loop: SKIPPED: this kernel refuses io_uring futex operations (Linux 6.7+)\n");
-        return 77;
-    }
+    int e = sqf_loop_create(&loop, flags);
+    if (e == ENOTSUP) return 77;
     CHECK_EQ(e, 0);
+    if (e) return 0;
+    CHECK(strcmp(sqf_loop_backend(loop), name) == 0);
     CHECK(sqf_loop_fd(loop) >= 0);
     CHECK_EQ(sqf_loop_pending(loop), 0);
     CHECK_EQ(sqf_loop_dispatch(loop), 0);
+    done = 0;
     test_bad_input();
     test_at_once();
     test_woken();
     test_give_up();
     test_locks();
     CHECK_EQ(sqf_loop_destroy(loop), 0);
+    printf("test_loop: the %s backend checked\n", name);
+    return 0;
+}
+
+int main(void)
+{
+    watchdog(60);
+    CHECK_EQ(sqf_loop_create(NULL, 0), EINVAL);
+    CHECK_EQ(sqf_loop_create(&loop, SQF_LOOP_URING | SQF_LOOP_FALLBACK), EINVAL);
+    CHECK_EQ(sqf_loop_backend(NULL), NULL);
+    /* The fallback runs everywhere. */
+    CHECK_EQ(on_backend(SQF_LOOP_FALLBACK, "fallback"), 0);
+    int u = on_backend(SQF_LOOP_URING, "io_uring");
+    if (!SQF_TEST_URING_EXPECTED) {
+        CHECK_EQ(u, 77); /* built without it: refused, as documented */
+    } else if (u == 77) {
+        printf("test_loop: the io_uring backend SKIPPED: this kernel refuses io_uring futex "
+               "operations (Linux 6.7+)\n");
+        check_done();
+        return 77;
+    }
     return check_done();
 }

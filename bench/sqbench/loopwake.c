@@ -6,6 +6,11 @@
  *   sqf-loop-event  k sqf_loop_event_wait ops on one sqf_event; the waker
  *                   calls sqf_event_set: one FUTEX_WAKE, whatever k is
  *   sqf-loop-latch  the same on an sqf_latch (count 1): sqf_latch_count_down
+ *   sqf-fallback-event  sqf-loop-event on the fallback backend (the user-
+ *                   space futex, for kernels without io_uring's futex
+ *                   operations): the waker's set takes the table's bucket
+ *                   lock and hands every wait to the loop, with one
+ *                   eventfd write
  *   eventfd-each    the common C idiom: one eventfd per waiter in the loop's
  *                   epoll set; the waker writes each: k system calls
  *   threads-event   no loop: k threads in sqf_event_wait (W1's sqf-event, in
@@ -18,11 +23,9 @@
  * Asleep before the wake: the loop thread announces that its waits are
  * armed, then the waker checks /proc that the loop thread sleeps in poll or
  * epoll_wait (state S) before it wakes; the threads of threads-event are
- * checked as W1 checks them, through the event's waiter count and their
- * state.  The waker's system calls are the variants' by construction: one
- * futex wake for the sqf variants (the library's set and count_down make
- * exactly one), k writes for eventfd-each, counted by the code that makes
- * them. */
+ * checked through the event's waiter count and each one's state (S).  The waker's system calls are
+ * the variants' by construction: one futex wake for the sqf variants (the library's set and
+ * count_down make exactly one), k writes for eventfd-each, counted by the code that makes them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -44,9 +47,9 @@
 #define L_MAX_RUNS 1000
 #define L_GRACE    60000000000LL /* after the limit: then it is a hang */
 
-enum { V_SQF_EVENT, V_SQF_LATCH, V_EVENTFD, V_THREADS, L_NV };
-static const char *const lv[L_NV] = {"sqf-loop-event", "sqf-loop-latch", "eventfd-each",
-                                     "threads-event"};
+enum { V_SQF_EVENT, V_SQF_LATCH, V_FB_EVENT, V_EVENTFD, V_THREADS, L_NV };
+static const char *const lv[L_NV] = {"sqf-loop-event", "sqf-loop-latch", "sqf-fallback-event",
+                                     "eventfd-each", "threads-event"};
 static const int l_default_k[] = {1, 4, 16, 64, 256, 1024};
 
 static struct {
@@ -57,7 +60,7 @@ static struct {
     pid_t tid;                       /* the loop thread */
     int count;                       /* callbacks run in this run (loop thread) */
     int64_t last;                    /* when the last ran */
-    sqf_loop *loop;
+    sqf_loop *loop, *fb;             /* io_uring; the fallback */
     sqf_loop_op *ops;
     sqf_event ev;
     sqf_latch la;
@@ -102,11 +105,12 @@ static void *loop_main(void *arg)
         if (L.quit) return NULL;
         L.count = 0;
         int k = L.k, v = L.variant;
+        sqf_loop *lp = v == V_FB_EVENT ? L.fb : L.loop;
         for (int i = 0; i < k && v != V_EVENTFD; i++) {
-            int e = v == V_SQF_EVENT ? sqf_loop_event_wait(L.loop, &L.ops[i], &L.ev, SQF_FOREVER,
-                                                           NULL, on_ready, NULL)
-                                     : sqf_loop_latch_wait(L.loop, &L.ops[i], &L.la, SQF_FOREVER,
-                                                           NULL, on_ready, NULL);
+            int e =
+                v == V_SQF_LATCH
+                    ? sqf_loop_latch_wait(lp, &L.ops[i], &L.la, SQF_FOREVER, NULL, on_ready, NULL)
+                    : sqf_loop_event_wait(lp, &L.ops[i], &L.ev, SQF_FOREVER, NULL, on_ready, NULL);
             if (e != EINPROGRESS) L.failed = e ? e : EALREADY; /* nothing should be ready */
         }
         atomic_store(&L.armed, run);
@@ -120,9 +124,9 @@ static void *loop_main(void *arg)
                     if (read(got[i].data.fd, &x, sizeof x) == sizeof x) on_ready(NULL, 0, NULL);
                 }
             } else {
-                struct pollfd p = {sqf_loop_fd(L.loop), POLLIN, 0};
+                struct pollfd p = {sqf_loop_fd(lp), POLLIN, 0};
                 poll(&p, 1, -1);
-                if (sqf_loop_dispatch(L.loop) < 0) L.failed = EINVAL;
+                if (sqf_loop_dispatch(lp) < 0) L.failed = EINVAL;
             }
         }
         atomic_store(&L.done, run);
@@ -161,7 +165,7 @@ static int asleep(pid_t tid)
 
 static double loop_run(int v, int k, const char *what, int *over)
 {
-    if (v == V_SQF_EVENT) sqf_event_clear(&L.ev);
+    if (v == V_SQF_EVENT || v == V_FB_EVENT) sqf_event_clear(&L.ev);
     if (v == V_SQF_LATCH) sqf_latch_init(&L.la, 1, SQF_PRIVATE);
     L.variant = v;
     L.k = k;
@@ -177,7 +181,7 @@ static double loop_run(int v, int k, const char *what, int *over)
     }
     int64_t t0 = sb_now_ns();
     int e = 0;
-    if (v == V_SQF_EVENT) {
+    if (v == V_SQF_EVENT || v == V_FB_EVENT) {
         e = sqf_event_set(&L.ev);
     } else if (v == V_SQF_LATCH) {
         e = sqf_latch_count_down(&L.la, 1);
@@ -196,44 +200,60 @@ static double loop_run(int v, int k, const char *what, int *over)
     return s;
 }
 
-/* threads-event: k threads in sqf_event_wait, created for the run. */
+/* threads-event: k threads in sqf_event_wait, created for the run, each
+ * confirmed asleep (state S per /proc) before the wake. */
 static sqf_event tev;
-static int64_t *twoke;
+static struct twaiter {
+    atomic_int tid;
+    int64_t woke;
+} * tw;
+
+static atomic_uint tdone; /* threads that have stored their time */
+static sqf_latch texit;   /* they exit only after the run is timed */
 
 static void *thread_wait(void *arg)
 {
-    int64_t *slot = arg;
-    if (sqf_event_wait(&tev) != 0)
-        *slot = -1;
-    else
-        *slot = sb_now_ns();
+    struct twaiter *w = arg;
+    atomic_store(&w->tid, (int)syscall(SYS_gettid));
+    w->woke = sqf_event_wait(&tev) != 0 ? -1 : sb_now_ns();
+    atomic_fetch_add(&tdone, 1);
+    futex(&tdone, FUTEX_WAKE_PRIVATE, 1);
+    sqf_latch_wait(&texit); /* exiting threads would slow the ones still waking */
     return NULL;
 }
 
 static double threads_run(int k, const char *what, int *over)
 {
     sqf_event_init(&tev, SQF_PRIVATE);
+    sqf_latch_init(&texit, 1, SQF_PRIVATE);
+    atomic_store(&tdone, 0);
     pthread_t *t = malloc(sizeof *t * (size_t)k);
-    twoke = calloc((size_t)k, sizeof *twoke);
-    if (!t || !twoke) sb_fail("%s: out of memory", what);
+    tw = calloc((size_t)k, sizeof *tw);
+    if (!t || !tw) sb_fail("%s: out of memory", what);
     for (int i = 0; i < k; i++)
-        if (sb_spawn(&t[i], thread_wait, &twoke[i]) != 0)
+        if (sb_spawn(&t[i], thread_wait, &tw[i]) != 0)
             sb_fail("%s: the system refused thread %d", what, i + 1);
     int64_t give_up = sb_now_ns() + 10000000000LL;
-    while (atomic_load((atomic_uint *)&tev.waiters) < (unsigned)k && sb_now_ns() < give_up)
-        sleep_ns(200000);
-    sleep_ns(10000000); /* counted in: now into the futex sleep */
+    for (int i = 0; i < k; i++) /* counted in, then asleep */
+        while ((atomic_load((atomic_uint *)&tev.waiters) < (unsigned)k ||
+                !atomic_load(&tw[i].tid) || !asleep(atomic_load(&tw[i].tid))) &&
+               sb_now_ns() < give_up)
+            sleep_ns(200000);
     int64_t t0 = sb_now_ns();
     sqf_event_set(&tev);
+    unsigned d;
+    while ((d = atomic_load(&tdone)) < (unsigned)k) /* the waker sleeps meanwhile */
+        futex(&tdone, FUTEX_WAIT_PRIVATE, d);
+    sqf_latch_count_down(&texit, 1);
     for (int i = 0; i < k; i++)
         pthread_join(t[i], NULL);
     int64_t last = t0;
     for (int i = 0; i < k; i++) {
-        if (twoke[i] < 0) sb_fail("%s: a wait failed", what);
-        if (twoke[i] > last) last = twoke[i];
+        if (tw[i].woke < 0) sb_fail("%s: a wait failed", what);
+        if (tw[i].woke > last) last = tw[i].woke;
     }
     free(t);
-    free(twoke);
+    free(tw);
     double s = (double)(last - t0) / 1e9;
     *over = s > sb.limit_s;
     return s;
@@ -268,12 +288,15 @@ static void teardown_k(int k)
 int sb_run_w2(void)
 {
     sb_heading("W2", "wake-all latency into an event loop: k pending loop waits, one wake");
-    int e = sqf_loop_create(&L.loop, 0);
+    int e = sqf_loop_create(&L.loop, SQF_LOOP_URING);
     if (e) {
-        sb_note("W2: not run: sqf_loop_create says %s (no io_uring futex operations here)",
+        sb_note("W2: not run: sqf_loop_create(SQF_LOOP_URING) says %s (no io_uring futex "
+                "operations here)",
                 strerror(e));
         return 0;
     }
+    e = sqf_loop_create(&L.fb, SQF_LOOP_FALLBACK);
+    if (e) sb_fail("W2: the fallback loop: %s", strerror(e));
     int ks[SB_MAX_LIST];
     int nk =
         sb_list_or(sb.n, sb.nn, l_default_k, (int)(sizeof l_default_k / sizeof l_default_k[0]), ks);
@@ -316,12 +339,13 @@ int sb_run_w2(void)
     futex(&L.ctrl, FUTEX_WAKE_PRIVATE, 1);
     pthread_join(lt, NULL);
     sqf_loop_destroy(L.loop);
+    sqf_loop_destroy(L.fb);
 
     struct sb_sum sum[L_NV][SB_MAX_LIST];
     printf("  %5s", "k");
     for (int v = 0; v < L_NV; v++)
         printf(" | %-21s", lv[v]);
-    printf(" | %-11s | %-11s\n", "sqf/eventfd", "sqf/threads");
+    printf(" | %-11s | %-11s | %-11s\n", "sqf/eventfd", "sqf/threads", "fb/eventfd");
     for (int i = 0; i < nk; i++) {
         printf("  %5d", ks[i]);
         for (int v = 0; v < L_NV; v++) {
@@ -334,8 +358,10 @@ int sb_run_w2(void)
                 sb_fmt_sum(c, sizeof c, sum[v][i], 1, sum[v][i].med < 100 ? 1 : 0);
             printf(" | %-21s", c);
         }
-        for (int r = V_EVENTFD; r <= V_THREADS; r++) {
-            double a = sum[V_SQF_EVENT][i].med, b = sum[r][i].med;
+        static const int ratio[3][2] = {
+            {V_SQF_EVENT, V_EVENTFD}, {V_SQF_EVENT, V_THREADS}, {V_FB_EVENT, V_EVENTFD}};
+        for (int r = 0; r < 3; r++) {
+            double a = sum[ratio[r][0]][i].med, b = sum[ratio[r][1]][i].med;
             char c[32];
             snprintf(c, sizeof c, isfinite(a) && isfinite(b) ? "%.2fx" : "-", a / b);
             printf(" | %-11s", c);
@@ -344,11 +370,12 @@ int sb_run_w2(void)
     }
     printf("  (microseconds from the wake call until the loop has run the last callback (or the\n"
            "   last thread runs): median [min-max] of %d runs; the waker's system calls: one\n"
-           "   futex wake for the sqf variants, k eventfd writes for eventfd-each)\n",
+           "   futex wake for the sqf variants (plus, on the fallback, one eventfd write), k\n"
+           "   eventfd writes for eventfd-each)\n",
            sb.runs);
     int last = nk - 1;
     double s = sum[V_SQF_EVENT][last].med, efd = sum[V_EVENTFD][last].med,
-           thr = sum[V_THREADS][last].med;
+           thr = sum[V_THREADS][last].med, fb = sum[V_FB_EVENT][last].med;
     sb_verdict("W2", isfinite(s) && isfinite(efd) && s <= 0.2 * efd,
                "sqf-loop-event at k=%d: %.0f us vs eventfd-each %.0f us: %.2fx (target <= 0.2x)",
                ks[last], s, efd, s / efd);
@@ -356,5 +383,8 @@ int sb_run_w2(void)
                "sqf-loop-event at k=%d: %.0f us vs %d threads woken (threads-event) %.0f us: "
                "%.2fx (target <= 0.2x)",
                ks[last], s, ks[last], thr, s / thr);
+    sb_verdict("W2", isfinite(fb) && isfinite(efd) && fb <= efd,
+               "sqf-fallback-event at k=%d: %.0f us vs eventfd-each %.0f us: %.2fx (target <= 1)",
+               ks[last], fb, efd, fb / efd);
     return 0;
 }

@@ -22,14 +22,23 @@
  *     void on_ready(void) { sqf_loop_dispatch(loop); }    // runs got_job when a permit comes
  *
  * How a wait runs: each primitive's wait protocol (the same code a blocking
- * call runs) tries first; if it must wait, the loop submits an io_uring
- * FUTEX_WAITV on the primitive's word (and the words of the cancellation
- * token's chain, as a blocking waiter sleeps on them), with the deadline as
- * a linked absolute time-out.  The kernel queues that wait in the same futex
- * queue as sleeping threads, so one FUTEX_WAKE serves both kinds, first
- * come first served.  When it completes, sqf_loop_dispatch runs the
- * protocol's next step, which either finishes (the callback runs) or waits
- * again.
+ * call runs) tries first; if it must wait, the loop's backend parks the
+ * wait on the primitive's word (and the words of the cancellation token's
+ * chain, as a blocking waiter sleeps on them) until a wake-up, the deadline
+ * or a cancellation; sqf_loop_dispatch then runs the protocol's next step,
+ * which either finishes (the callback runs) or waits again.  Backends:
+ * - io_uring (Linux 6.7+): an IORING_OP_FUTEX_WAITV with the deadline as a
+ *   linked absolute time-out.  The kernel queues it in the same futex queue
+ *   as sleeping threads, so one FUTEX_WAKE serves both kinds, first come
+ *   first served.
+ * - the fallback (any kernel; io_uring disabled by sysctl or blocked by a
+ *   seccomp profile such as Docker's default; the portable wait backend): a
+ *   queue entry in a user-space futex table that the releasers' wake calls
+ *   also serve, after the kernel's queue (so a thread asleep on a word is
+ *   served before a loop's wait on it).  No thread per wait, none per loop;
+ *   while any such entry exists in the process, each wake call takes one
+ *   bucket lock more.  The loop's descriptor is then an epoll set of an
+ *   eventfd and a timerfd.
  *
  * Rules:
  * - One thread drives a loop: every sqf_loop_* call on a loop, and its
@@ -50,11 +59,10 @@
  * Errors (a failed call changes nothing):
  * - EINVAL: NULL loop, op, object or callback; an invalid object (as the
  *   blocking call).
- * - ENOTSUP (sqf_loop_create): no backend can run here: the kernel lacks
- *   io_uring's futex operations (Linux < 6.7), io_uring is disabled
- *   (kernel.io_uring_disabled, or a seccomp profile such as Docker's
- *   default), or the library was built without liburing.  A fallback that
- *   needs neither is not part of this version.
+ * - ENOTSUP (sqf_loop_create with SQF_LOOP_URING): the kernel lacks
+ *   io_uring's futex operations (Linux < 6.7), io_uring is disabled, or the
+ *   library was built without liburing or with the portable wait backend.
+ *   Flags 0 then choose the fallback.
  * - ENOMEM, EMFILE...: sqf_loop_create could not get a ring or a file.
  * - EBUSY (sqf_loop_destroy): waits are still pending.
  * - ENOENT (sqf_loop_cancel): the op is not pending (it completed, or its
@@ -73,10 +81,12 @@
  * as a descheduled thread would).  The mutex's starvation bound counts loop
  * waiters as it counts threads.
  *
- * Wake-ups: the releaser's cost does not change (one FUTEX_WAKE, whatever
- * mix waits).  The loop makes one system call per wait that must sleep (the
- * submission), none per completion beyond its dispatch; a wait that
- * completes at once makes none.
+ * Wake-ups: the releaser's cost does not change with io_uring (one
+ * FUTEX_WAKE, whatever mix waits); on the fallback it adds a walk of the
+ * table's bucket and one eventfd write per loop it hands waits to, however
+ * many.  The loop makes one system call per wait that must sleep with
+ * io_uring (the submission; none on the fallback), none per completion
+ * beyond its dispatch; a wait that completes at once makes none.
  *
  * Misuse: a blocking squarefree call made on a loop's own thread can
  * deadlock that loop (the callback that would release it never runs while
@@ -105,14 +115,17 @@ typedef struct sqf_loop sqf_loop;
 
 /** The caller's storage for one wait of a loop (contents private). */
 typedef struct sqf_loop_op {
-    uint64_t opaque_[64];
+    uint64_t opaque_[128];
 } sqf_loop_op;
 
 /** A completion: the op, its result (0 or an errno), and the caller's arg. */
 typedef void (*sqf_loop_cb)(sqf_loop_op *op, int result, void *arg);
 
-/** sqf_loop_create flags: 0 picks the best backend available. */
-#define SQF_LOOP_URING 1u /* io_uring futex operations (Linux 6.7+) */
+/** sqf_loop_create flags: 0 picks the best backend available (io_uring,
+ *  else the fallback; the environment variable SQF_LOOP_BACKEND=uring or
+ *  =fallback overrides that choice, for tests and comparisons). */
+#define SQF_LOOP_URING    1u /* io_uring futex operations (Linux 6.7+) */
+#define SQF_LOOP_FALLBACK 2u /* the user-space futex: any kernel, either wait backend */
 
 /** Create a loop in *out.  Errors: EINVAL, ENOTSUP, ENOMEM, EMFILE. */
 SQF_API int sqf_loop_create(sqf_loop **out, unsigned flags);
@@ -128,6 +141,9 @@ SQF_API int sqf_loop_fd(sqf_loop *loop);
 /** Run the callbacks of the waits that have completed, without blocking.
  *  Returns how many ran (>= 0), or -EINVAL. */
 SQF_API int sqf_loop_dispatch(sqf_loop *loop);
+
+/** The backend the loop runs on: "io_uring" or "fallback" (NULL for NULL). */
+SQF_API const char *sqf_loop_backend(sqf_loop *loop);
 
 /** The number of waits of the loop whose callbacks have not run. */
 SQF_API unsigned sqf_loop_pending(sqf_loop *loop);

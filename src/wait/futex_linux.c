@@ -4,6 +4,10 @@
  * absolute CLOCK_MONOTONIC deadline, so retries never drift.  Private
  * futexes (FUTEX_PRIVATE_FLAG) skip the kernel's mm lookup; shared ones are
  * keyed by the backing page and work across processes.
+ *
+ * Wakes and requeues serve the kernel's queue first, then the user-space
+ * futex of table.h, where event loops without io_uring park their waits
+ * (loop.c); when nothing is parked there, that costs one fence and a load.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../wait.h"
+#include "table.h"
 
 static long futex(sqf_word *uaddr, int op, uint32_t val, const struct timespec *ts,
                   sqf_word *uaddr2, uint32_t val3, bool shared)
@@ -83,7 +87,9 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
 int sqf_wake(sqf_word *word, int n, bool shared)
 {
     long r = futex(word, FUTEX_WAKE, (uint32_t)n, NULL, NULL, 0, shared);
-    return r > 0 ? (int)r : 0;
+    int woken = r > 0 ? (int)r : 0;
+    if (woken < n && sqf_table_in_use()) woken += sqf_table_wake(word, n - woken);
+    return woken;
 }
 
 int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int nmove, bool shared)
@@ -91,7 +97,14 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
     /* FUTEX_CMP_REQUEUE passes nmove in the timeout argument's slot. */
     long r = futex(from, FUTEX_CMP_REQUEUE, (uint32_t)nwake,
                    (const struct timespec *)(uintptr_t)(uint32_t)nmove, to, expected, shared);
-    return r >= 0 ? (int)r : -errno;
+    if (r < 0) return -errno;
+    /* The table's waiters after the kernel's (the word may have moved on
+     * since: then they stay, and the change's own wake reaches them). */
+    if (sqf_table_in_use()) {
+        int t = sqf_table_requeue(from, expected, nwake, to, nmove);
+        if (t > 0) r += t;
+    }
+    return (int)r;
 }
 
 bool sqf_wait_shared_supported(void)
