@@ -10,6 +10,7 @@
 #ifndef SQF_SRC_LOOP_IMPL_H
 #define SQF_SRC_LOOP_IMPL_H
 
+#include <linux/time_types.h> /* __kernel_timespec, with or without liburing */
 #include <pthread.h>
 
 #include <squarefree/loop.h>
