@@ -111,6 +111,7 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
         cw->stage = CV_RELOCK;
         op->deadline = SQF_FOREVER;
         op->tok = NULL;
+        op->cancellable = false;
         cw->relock.m = m;
         cw->relock.woken = how == SQF_WAIT_WOKEN;
         how = SQF_OP_START;

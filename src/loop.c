@@ -90,9 +90,10 @@ const char *sqf_loop_backend(sqf_loop *loop)
 static int run_sleeps(struct loop_op *o)
 {
     for (;;) {
-        int how = o->cancel_requested ? ECANCELED
-                                      : sqf_sleep_prepare(&o->sleep, o->w.word, o->w.expected,
-                                                          o->w.shared, o->w.deadline, o->w.tok);
+        int how = o->cancel_requested && o->w.cancellable
+                      ? ECANCELED
+                      : sqf_sleep_prepare(&o->sleep, o->w.word, o->w.expected, o->w.shared,
+                                          o->w.deadline, o->w.tok);
         if (how == 0) {
             int r = o->loop->be->sleep(o->loop, o);
             if (r == 0) {

@@ -26,9 +26,10 @@
  *                   waiter (nothing consumed);
  *   ENOTSUP         the system cannot sleep on the word and the token's.
  *
- * The driver reads op->deadline and op->tok at every sleep: a step may
- * change them for the sleeps that follow (the cond's relock of its mutex
- * is untimed and ignores the token).
+ * The driver reads op->deadline, op->tok and op->cancellable at every
+ * sleep: a step may change them for the sleeps that follow (the cond's
+ * relock of its mutex is untimed, ignores the token and cannot be
+ * cancelled: a cond wait returns holding the mutex, whatever it returns).
  *
  * Drivers: the blocking driver below (threads), and the event-loop driver,
  * whose sleep is an io_uring FUTEX_WAITV on the same words in the same
@@ -75,7 +76,8 @@ struct sqf_waitop {
     /* Set by the caller before the first step. */
     sqf_deadline deadline;
     const sqf_cancel *tok;
-    bool may_spin; /* the driver lets the mutex spin (threads: yes; loops: no) */
+    bool may_spin;    /* the driver lets the mutex spin (threads: yes; loops: no) */
+    bool cancellable; /* the driver's own cancel (sqf_loop_cancel) may stop it */
     /* Set by a step that returns SQF_OP_SLEEP: where to sleep. */
     sqf_word *word;
     uint32_t expected;
@@ -171,6 +173,7 @@ static inline struct sqf_waitop sqf_op_blocking(sqf_deadline deadline, const sqf
     op.deadline = deadline;
     op.tok = tok;
     op.may_spin = true;
+    op.cancellable = true;
     op.word = NULL;
     op.expected = 0;
     op.shared = false;

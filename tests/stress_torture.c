@@ -23,13 +23,20 @@
  *   destroyable at the end;
  * - a wrong result: each call may return only its documented outcomes.
  *
+ * Two event loops join in (one on io_uring where it runs, one on the
+ * fallback), each on its own thread with several ops pending on the same
+ * mutex, cond, semaphore, rwlock and event, with their own deadlines and
+ * tokens (which the threads cancel at random too) and sqf_loop_cancel.
+ *
  * SQF_SOAK=k runs k times longer (SQF_SOAK=1: 100 times). */
 #include <errno.h>
+#include <poll.h>
 #include <time.h>
 
 #include <squarefree/cancel.h>
 #include <squarefree/cond.h>
 #include <squarefree/event.h>
+#include <squarefree/loop.h>
 #include <squarefree/mutex.h>
 #include <squarefree/rwlock.h>
 #include <squarefree/sem.h>
@@ -236,6 +243,187 @@ static void op_event(struct rng *r, const sqf_cancel *tok)
     }
 }
 
+/* --- the event loops ------------------------------------------------------------ */
+#define LOOPS    2
+#define LOOP_OPS 6
+enum { L_MUTEX, L_COND_LOCK, L_COND_WAIT, L_SEM, L_READ, L_WRITE, L_EVENT, L_KINDS };
+
+struct looper;
+struct lslot {
+    sqf_loop_op op;
+    int kind;
+    sqf_cancel tok; /* this slot's: re-armed only while no op of the slot waits */
+    struct looper *L;
+};
+struct looper {
+    pthread_t t;
+    sqf_loop *loop;
+    struct rng r;
+    struct lslot s[LOOP_OPS];
+};
+static struct looper lps[LOOPS];
+
+static bool stopping(void)
+{
+    return __atomic_load_n(&stop, __ATOMIC_RELAXED);
+}
+
+/* What a slot's op completing with r means (its critical section, its
+ * release).  Returns true if it started a follow-up op (the cond wait that
+ * follows taking mu). */
+static bool l_complete(struct lslot *s, int r)
+{
+    struct rng *rg = &s->L->r;
+    switch (s->kind) {
+    case L_MUTEX:
+        if (tally(r, true)) {
+            critical_mu(rg);
+            unlock_mu(rg);
+        }
+        return false;
+    case L_COND_LOCK:
+        if (!tally(r, true)) return false;
+        critical_mu(rg);
+        if (items == 0 && !stop) { /* under mu: the stop broadcast comes after */
+            s->kind = L_COND_WAIT;
+            return true; /* the caller starts the cond wait */
+        }
+        if (items > 0) {
+            items--;
+            consumed++;
+        }
+        unlock_mu(rg);
+        return false;
+    case L_COND_WAIT:
+        tally(r, true);
+        critical_mu(rg); /* mu is held again whatever the wait returned */
+        if (items > 0) {
+            items--;
+            consumed++;
+        }
+        unlock_mu(rg);
+        return false;
+    case L_SEM:
+        if (tally(r, true)) {
+            CHECK(at_add(&held, 1, SC) < PERMITS);
+            at_sub(&held, 1, SC);
+            CHECK_EQ(sqf_sem_release(&sem, 1), 0);
+        }
+        return false;
+    case L_READ:
+        if (tally(r, true)) {
+            at_add(&readers, 1, SC);
+            CHECK_EQ(at_load(&writers, SC), 0);
+            at_sub(&readers, 1, SC);
+            CHECK_EQ(sqf_rwlock_rdunlock(&rw), 0);
+        }
+        return false;
+    case L_WRITE:
+        if (tally(r, true)) {
+            CHECK_EQ(at_add(&writers, 1, SC), 0);
+            CHECK_EQ(at_load(&readers, SC), 0);
+            at_sub(&writers, 1, SC);
+            CHECK_EQ(sqf_rwlock_wrunlock(&rw), 0);
+        }
+        return false;
+    default:
+        tally(r, true);
+        return false;
+    }
+}
+
+static void l_cb(sqf_loop_op *op, int r, void *arg);
+
+/* Start ops in slot s until one is pending (or the run stops). */
+static void l_issue(struct lslot *s)
+{
+    struct rng *rg = &s->L->r;
+    sqf_loop *loop = s->L->loop;
+    while (!stopping()) {
+        CHECK_EQ(
+            sqf_cancel_init(&s->tok, NULL,
+                            rnd(rg, 2) ? SQF_FOREVER : sqf_after((int64_t)rnd(rg, 2000) * SQF_US)),
+            0);
+        const sqf_cancel *tok = rnd(rg, 2) ? &s->tok : NULL;
+        sqf_deadline d = any_deadline(rg);
+        int e;
+        s->kind = (int)rnd(rg, L_KINDS);
+        switch (s->kind) {
+        case L_MUTEX:
+            e = sqf_loop_mutex_lock(loop, &s->op, &mu, d, tok, l_cb, s);
+            break;
+        case L_COND_LOCK:
+        case L_COND_WAIT:
+            s->kind = L_COND_LOCK;
+            e = sqf_loop_mutex_lock(loop, &s->op, &mu, d, tok, l_cb, s);
+            break;
+        case L_SEM:
+            e = sqf_loop_sem_acquire(loop, &s->op, &sem, d, tok, l_cb, s);
+            break;
+        case L_READ:
+            e = sqf_loop_rwlock_rdlock(loop, &s->op, &rw, d, tok, l_cb, s);
+            break;
+        case L_WRITE:
+            e = sqf_loop_rwlock_wrlock(loop, &s->op, &rw, d, tok, l_cb, s);
+            break;
+        default: /* timed: nobody promises a set */
+            e = sqf_loop_event_wait(loop, &s->op, &ev, sqf_after((int64_t)rnd(rg, 2000) * SQF_US),
+                                    tok, l_cb, s);
+            break;
+        }
+        if (e == EINPROGRESS) return;
+        while (l_complete(s, e)) { /* the cond wait after the lock */
+            e = sqf_loop_cond_wait(loop, &s->op, &cv, &mu, any_deadline(rg),
+                                   rnd(rg, 2) ? &s->tok : NULL, l_cb, s);
+            if (e == EINPROGRESS) return;
+        }
+    }
+}
+
+static void l_cb(sqf_loop_op *op, int r, void *arg)
+{
+    (void)op;
+    struct lslot *s = arg;
+    struct rng *rg = &s->L->r;
+    while (l_complete(s, r)) {
+        r = sqf_loop_cond_wait(s->L->loop, &s->op, &cv, &mu, any_deadline(rg),
+                               rnd(rg, 2) ? &s->tok : NULL, l_cb, s);
+        if (r == EINPROGRESS) return;
+    }
+    l_issue(s);
+}
+
+static void *looper_main(void *arg)
+{
+    struct looper *L = arg;
+    for (int i = 0; i < LOOP_OPS; i++) {
+        L->s[i].L = L;
+        l_issue(&L->s[i]);
+    }
+    sqf_deadline hang = SQF_FOREVER;
+    for (;;) {
+        if (stopping()) {
+            if (sqf_loop_pending(L->loop) == 0) break;
+            if (hang == SQF_FOREVER) hang = sqf_after(15 * SQF_SEC);
+            if (sqf_now() > hang) {
+                fprintf(stderr,
+                        "torture: a %s loop still has %u waits pending 15 s after the "
+                        "stop (a lost wake-up?)\n",
+                        sqf_loop_backend(L->loop), sqf_loop_pending(L->loop));
+                check_done();
+                _exit(1);
+            }
+        } else if (rnd(&L->r, 8) == 0) {
+            int e = sqf_loop_cancel(L->loop, &L->s[rnd(&L->r, LOOP_OPS)].op);
+            CHECK(e == 0 || e == ENOENT);
+        }
+        struct pollfd p = {sqf_loop_fd(L->loop), POLLIN, 0};
+        poll(&p, 1, 2);
+        CHECK(sqf_loop_dispatch(L->loop) >= 0);
+    }
+    return NULL;
+}
+
 static void *worker(void *arg)
 {
     int id = (int)(intptr_t)arg;
@@ -288,8 +476,11 @@ static void *worker(void *arg)
         case 10:
             op_event(&r, tok);
             break;
-        default:
-            CHECK_EQ(sqf_cancel_cancel(&toks[rnd(&r, THREADS)]), 0);
+        default: /* a thread's token, or a loop op's */
+            if (rnd(&r, 2))
+                CHECK_EQ(sqf_cancel_cancel(&toks[rnd(&r, THREADS)]), 0);
+            else
+                CHECK_EQ(sqf_cancel_cancel(&lps[rnd(&r, LOOPS)].s[rnd(&r, LOOP_OPS)].tok), 0);
             break;
         }
     }
@@ -307,9 +498,20 @@ int main(void)
     for (int i = 0; i < THREADS; i++)
         CHECK_EQ(sqf_cancel_init(&toks[i], NULL, SQF_FOREVER), 0);
 
+    for (int i = 0; i < LOOPS; i++) {
+        lps[i].r.s = 0x51ed + (uint64_t)i;
+        for (int j = 0; j < LOOP_OPS; j++)
+            CHECK_EQ(sqf_cancel_init(&lps[i].s[j].tok, NULL, SQF_FOREVER), 0);
+        /* One loop on io_uring where it runs, one on the fallback. */
+        int e = sqf_loop_create(&lps[i].loop, i == 0 ? 0 : SQF_LOOP_FALLBACK);
+        CHECK_EQ(e, 0);
+        if (e) return check_done();
+    }
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++)
         CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < LOOPS; i++)
+        CHECK_EQ(pthread_create(&lps[i].t, NULL, looper_main, &lps[i]), 0);
     struct timespec ts = {0, 0};
     long ms = soak(3000);
     ts.tv_sec = ms / 1000;
@@ -340,6 +542,10 @@ int main(void)
             check_done();
             _exit(1);
         }
+    for (int i = 0; i < LOOPS; i++) { /* each reports its own hang */
+        pthread_join(lps[i].t, NULL);
+        CHECK_EQ(sqf_loop_destroy(lps[i].loop), 0);
+    }
 
     /* The books. */
     CHECK_EQ(consumed + items, produced);

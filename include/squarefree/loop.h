@@ -54,7 +54,12 @@
  *   the errno the blocking call would have returned.
  * - A mutex or rwlock op that completes with 0 holds the lock, which any
  *   thread may release later.  A cond op releases the mutex, waits, and
- *   reacquires the mutex (asynchronously) before its callback.
+ *   reacquires the mutex (asynchronously) before its callback, whatever its
+ *   result: sqf_loop_cancel (like its token and deadline) ends the waiting,
+ *   never the reacquiring.  On the io_uring backend a cond op that times
+ *   out or is cancelled may complete with 0 instead (a spurious wake-up,
+ *   which condition variables allow: re-check the predicate and the
+ *   deadline), and any op cancelled during a hand-off may take it (0).
  *
  * Errors (a failed call changes nothing):
  * - EINVAL: NULL loop, op, object or callback; an invalid object (as the

@@ -5,12 +5,22 @@
  * a deadline.  The kernel queues it in the same futex queue as sleeping
  * threads, so a FUTEX_WAKE serves both kinds in arrival order.
  *
- * Completions other than a wake or EAGAIN (the linked time-out cancelling
- * the wait, an ASYNC_CANCEL, an interrupted wait) come back as -EINTR,
- * "look again": the driver then checks the op's cancel request, token and
- * deadline before its next sleep, as a thread would.  A cancelled futex
- * wait was removed before any wake claimed it (a wake that claims it first
- * completes it with its index), so nothing is consumed by that path.
+ * Every completion but EAGAIN is reported to the step as a wake on the
+ * primitive's word, because with io_uring a wake-up can be spent on a wait
+ * that does not report it.  The kernel's futex_wake counts every queue
+ * entry it calls the wake function on, but io_uring's wake function does
+ * nothing when the request has already been claimed: by its linked
+ * time-out, by an ASYNC_CANCEL, or by a wake through another of its words
+ * (a token's).  FUTEX_WAKE then returns 1 for a wake nobody received: an
+ * unlock_fair's hand-off, a writer's turn.  So the step is told "you may
+ * hold a wake-up": it uses it (takes the hand-off) or passes it on (the
+ * mutex sets PARKED again), and the driver's checks before the next sleep
+ * (cancel request, token, deadline) then end the wait as they would have.
+ * The price: a loop op cancelled or timed out during a hand-off to someone
+ * else may take it instead (the other waiter sleeps again: safe, unfair),
+ * and a cond op ends with 0 (a spurious wake-up) where the blocking form
+ * would return ETIMEDOUT or ECANCELED.  Found by tests/stress_torture.c:
+ * reporting such completions as "look again" lost hand-offs.
  *
  * The futex opcodes are newer than Debian 12's liburing (2.3) and kernel
  * headers: defined here, and probed at run time (IORING_REGISTER_PROBE).
@@ -135,9 +145,10 @@ static void uring_reap(struct sqf_loop *loop,
         int res = cqe->res;
         io_uring_cqe_seen(&loop->uring.ring, cqe);
         if (tag == TAG_TIMEOUT || tag == TAG_CANCEL) continue;
-        /* A wake (the index) or EAGAIN means what it means to a thread;
-         * anything else is "look again". */
-        done(loop, (struct loop_op *)(uintptr_t)tag, res >= 0 || res == -EAGAIN ? res : -EINTR);
+        /* EAGAIN: a word had changed, nothing was queued.  Anything else:
+         * may have consumed a wake-up on the primitive's word (see the top). */
+        struct loop_op *o = (struct loop_op *)(uintptr_t)tag;
+        done(loop, o, res == -EAGAIN ? res : o->sleep.n - 1);
     }
 }
 
