@@ -40,6 +40,7 @@ static const struct experiment experiments[] = {
     {"s5", "square", "n threads pass a barrier 10 times", sb_run_s5},
     {"w1", "wake", "wake-all latency of k sleeping waiters", sb_run_w1},
     {"w2", "wake", "wake-all latency of k waits pending in an event loop", sb_run_w2},
+    {"w2c", "wake", "ping-pong between a thread and an event loop", sb_run_w2c},
     {"c1", "contention", "lock contention against hold fraction (Preshing)", sb_run_c1},
     {"c2", "contention", "lock contention against lock frequency", sb_run_c2},
     {"o1", "oversubscription", "throughput and fairness, 1-256 threads", sb_run_o1},

@@ -69,7 +69,7 @@ else
     if grep -q "W2: not run" "$TMP/report.out"; then
         ok "W2 not run, and the report says why"
     else
-        EXPECT_IDS+=(W2)
+        EXPECT_IDS+=(W2 W2c)
     fi
     missing=()
     for id in "${EXPECT_IDS[@]}"; do

@@ -132,6 +132,7 @@ int sb_run_c2(void);
 int sb_run_u1(void);
 int sb_run_w1(void);
 int sb_run_w2(void);
+int sb_run_w2c(void);
 int sb_run_o1(void);
 /* U1's inner loop under valgrind: `sqbench u1-inner VARIANT ITER`. */
 int sb_u1_inner(int argc, char **argv);

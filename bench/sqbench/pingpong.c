@@ -1,0 +1,178 @@
+/* pingpong.c: W2c, a thread and an event loop pass a token back and forth
+ * (BENCHMARKS.md "W2").  Round trips per second, each side asleep while
+ * the other works.
+ *
+ * Variants:
+ *   sqf-loop       the thread releases sem `ping` and acquires sem `pong`
+ *                  (blocking); the loop has an sqf_loop_sem_acquire pending on
+ *                  `ping`, whose callback releases `pong` and waits again;
+ *                  the loop thread sleeps in poll() on sqf_loop_fd (io_uring)
+ *   sqf-fallback   the same loop on the fallback backend
+ *   eventfd-pair   the common idiom: the thread writes eventfd A and reads
+ *                  eventfd B (blocking); the loop epoll_waits on A, reads it
+ *                  and writes B
+ * Each run lasts --duration (default 0.3 s, quick 0.1 s); the figure is the
+ * median of --runs runs, variants interleaved. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <squarefree.h>
+
+#include "sqbench.h"
+
+enum { P_SQF, P_FALLBACK, P_EVENTFD, P_NV };
+static const char *const pv[P_NV] = {"sqf-loop", "sqf-fallback", "eventfd-pair"};
+
+#define P_MAX_RUNS 1000
+
+static struct {
+    int variant;
+    atomic_int stop;
+    sqf_loop *loop;
+    sqf_sem ping, pong;
+    sqf_loop_op op;
+    int efd_a, efd_b, ep;
+    long loop_rounds;
+    int failed;
+} P;
+
+static void on_ping(sqf_loop_op *op, int result, void *arg)
+{
+    (void)arg;
+    if (result == ECANCELED && atomic_load(&P.stop)) return; /* the last wait, at the end */
+    if (result != 0) {
+        P.failed = result;
+        return;
+    }
+    P.loop_rounds++;
+    sqf_sem_release(&P.pong, 1);
+    if (atomic_load_explicit(&P.stop, memory_order_relaxed)) return;
+    int e = sqf_loop_sem_acquire(P.loop, op, &P.ping, SQF_FOREVER, NULL, on_ping, NULL);
+    if (e != EINPROGRESS) on_ping(op, e, NULL);
+}
+
+/* The loop side: serve pings until stopped (and the last one is served). */
+static void *loop_side(void *arg)
+{
+    (void)arg;
+    if (P.variant == P_EVENTFD) {
+        while (!atomic_load(&P.stop)) {
+            struct epoll_event ev;
+            if (epoll_wait(P.ep, &ev, 1, 100) != 1) continue;
+            uint64_t x;
+            if (read(P.efd_a, &x, sizeof x) != sizeof x) continue;
+            P.loop_rounds++;
+            x = 1;
+            if (write(P.efd_b, &x, sizeof x) != sizeof x) P.failed = errno;
+        }
+        return NULL;
+    }
+    int e = sqf_loop_sem_acquire(P.loop, &P.op, &P.ping, SQF_FOREVER, NULL, on_ping, NULL);
+    if (e != EINPROGRESS) on_ping(&P.op, e, NULL);
+    while (sqf_loop_pending(P.loop) > 0 && !P.failed) {
+        struct pollfd p = {sqf_loop_fd(P.loop), POLLIN, 0};
+        poll(&p, 1, 100);
+        sqf_loop_dispatch(P.loop);
+        if (atomic_load(&P.stop) && sqf_loop_pending(P.loop) > 0) {
+            sqf_loop_cancel(P.loop, &P.op); /* the last wait: no more pings come */
+        }
+    }
+    return NULL;
+}
+
+/* Round trips per second of one run. */
+static double run_once(int v, double seconds, const char *what)
+{
+    P.variant = v;
+    P.failed = 0;
+    P.loop_rounds = 0;
+    atomic_store(&P.stop, 0);
+    sqf_sem_init(&P.ping, 0, 0, SQF_PRIVATE);
+    sqf_sem_init(&P.pong, 0, 0, SQF_PRIVATE);
+    if (v != P_EVENTFD) {
+        int e = sqf_loop_create(&P.loop, v == P_SQF ? SQF_LOOP_URING : SQF_LOOP_FALLBACK);
+        if (e) sb_fail("%s: sqf_loop_create: %s", what, strerror(e));
+    } else {
+        P.efd_a = eventfd(0, EFD_CLOEXEC);
+        P.efd_b = eventfd(0, EFD_CLOEXEC);
+        P.ep = epoll_create1(EPOLL_CLOEXEC);
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = P.efd_a};
+        if (P.efd_a < 0 || P.efd_b < 0 || P.ep < 0 ||
+            epoll_ctl(P.ep, EPOLL_CTL_ADD, P.efd_a, &ev) != 0)
+            sb_fail("%s: eventfd/epoll: %s", what, strerror(errno));
+    }
+    pthread_t t;
+    if (sb_spawn(&t, loop_side, NULL) != 0) sb_fail("%s: cannot start the loop thread", what);
+    long rounds = 0;
+    int64_t t0 = sb_now_ns(), stop = t0 + (int64_t)(seconds * 1e9), t1;
+    while ((t1 = sb_now_ns()) < stop && !P.failed) {
+        if (v == P_EVENTFD) {
+            uint64_t x = 1;
+            if (write(P.efd_a, &x, sizeof x) != sizeof x || read(P.efd_b, &x, sizeof x) != sizeof x)
+                sb_fail("%s: eventfd: %s", what, strerror(errno));
+        } else {
+            sqf_sem_release(&P.ping, 1);
+            if (sqf_sem_timedacquire(&P.pong, sqf_after(10 * SQF_SEC)) != 0)
+                sb_fail("%s: no pong within 10 s (a lost wake-up)", what);
+        }
+        rounds++;
+    }
+    atomic_store(&P.stop, 1);
+    if (v == P_EVENTFD) {
+        pthread_join(t, NULL);
+        close(P.efd_a);
+        close(P.efd_b);
+        close(P.ep);
+    } else {
+        pthread_join(t, NULL);
+        sqf_loop_destroy(P.loop);
+    }
+    if (P.failed) sb_fail("%s: the loop side failed (%s)", what, strerror(P.failed));
+    return (double)rounds / ((double)(t1 - t0) / 1e9);
+}
+
+static double p_rate[P_NV][P_MAX_RUNS];
+
+int sb_run_w2c(void)
+{
+    sb_heading("W2c", "ping-pong between a thread and an event loop through two semaphores");
+    sqf_loop *probe;
+    if (sqf_loop_create(&probe, SQF_LOOP_URING) != 0) {
+        sb_note("W2c: not run: no io_uring futex operations here");
+        return 0;
+    }
+    sqf_loop_destroy(probe);
+    double secs = sb.duration_s > 0 ? sb.duration_s : sb.quick ? 0.1 : 0.3;
+    sb_progress_begin("W2c", (long)sb.runs * P_NV);
+    for (int run = 0; run < sb.runs; run++)
+        for (int o = 0; o < P_NV; o++) {
+            int v = (o + run) % P_NV;
+            char what[64];
+            snprintf(what, sizeof what, "W2c %s", pv[v]);
+            p_rate[v][run] = run_once(v, secs, what);
+            sb_record("W2c", pv[v], 2, 0, run, "round_trips_per_s", p_rate[v][run], "ok");
+            sb_progress_step();
+        }
+    sb_progress_end();
+    struct sb_sum sum[P_NV];
+    printf("  %-14s | %-33s | %s\n", "variant", "round trips per second", "x eventfd-pair");
+    for (int v = 0; v < P_NV; v++)
+        sum[v] = sb_summarize(p_rate[v], sb.runs);
+    for (int v = 0; v < P_NV; v++) {
+        char c[64];
+        sb_fmt_sum(c, sizeof c, sum[v], 1, 0);
+        printf("  %-14s | %-33s | %.2fx\n", pv[v], c, sum[v].med / sum[P_EVENTFD].med);
+    }
+    printf("  (median [min-max] of %d runs of %.2f s; each round trip: the thread wakes the loop,\n"
+           "   the loop wakes the thread)\n",
+           sb.runs, secs);
+    sb_verdict("W2c", sum[P_SQF].med >= sum[P_EVENTFD].med,
+               "sqf-loop ping-pong %.0f round trips/s vs eventfd-pair %.0f: %.2fx (target >= 1)",
+               sum[P_SQF].med, sum[P_EVENTFD].med, sum[P_SQF].med / sum[P_EVENTFD].med);
+    return 0;
+}
