@@ -261,13 +261,17 @@ int sb_run_c1(void)
                               c1_par[j][t][hi][run], "ok");
                 }
 
-    /* Efficiency per run, against the same run's h = 0 point. */
+    /* Efficiency per run, against the same run's h = 0 point.  A run whose
+     * h = 0 point did no work (a tiny --duration on a busy machine) has no
+     * efficiency: recorded as skipped, not as an "ok" without a number. */
     for (int j = 0; j < sb_nlocks; j++)
         for (int t = 0; t < nt; t++)
             for (int hi = 0; hi < C1_NH; hi++)
-                for (int run = 0; run < sb.runs; run++)
-                    sb_record("C1", lock_name(j), threads[t], hi * 10, run, "efficiency",
-                              c1_par[j][t][hi][run] / c1_par[j][t][0][run], "ok");
+                for (int run = 0; run < sb.runs; run++) {
+                    double eff = c1_par[j][t][hi][run] / c1_par[j][t][0][run];
+                    sb_record("C1", lock_name(j), threads[t], hi * 10, run, "efficiency", eff,
+                              isfinite(eff) ? "ok" : "skipped");
+                }
     for (int t = 0; t < nt; t++)
         for (int hi = 0; hi < C1_NH; hi++)
             sb_record("C1", "model", threads[t], hi * 10, 0, "model",

@@ -46,6 +46,9 @@ static const char *intern(const char *s)
 void sb_record(const char *exp, const char *variant, int threads, double x, int run,
                const char *metric, double value, const char *status)
 {
+    /* A figure that could not be measured (0/0 on a run that did no work)
+     * is not an "ok" value: the CSV would hold "ok" without a number. */
+    if (strcmp(status, "ok") == 0 && !isfinite(value)) status = "skipped";
     if (nrecs == caprecs) {
         caprecs = caprecs ? caprecs * 2 : 1024;
         recs = realloc(recs, caprecs * sizeof *recs);
