@@ -63,7 +63,7 @@ int sqf_loop_create(sqf_loop **out, unsigned flags)
 int sqf_loop_destroy(sqf_loop *loop)
 {
     if (!loop) return EINVAL;
-    if (loop->pending) return EBUSY;
+    if (loop->pending || loop->dispatching) return EBUSY;
     loop->be->destroy(loop);
     free(loop);
     return 0;
@@ -157,7 +157,9 @@ int sqf_loop_dispatch(sqf_loop *loop)
     if (!loop) return -EINVAL;
     int outer = loop->ran; /* a callback may dispatch too */
     loop->ran = 0;
+    loop->dispatching++; /* a callback may not destroy the loop under us */
     loop->be->reap(loop, sleep_ended);
+    loop->dispatching--;
     int ran = loop->ran;
     loop->ran = outer + ran;
     return ran;
@@ -167,7 +169,8 @@ int sqf_loop_cancel(sqf_loop *loop, sqf_loop_op *op)
 {
     if (!loop || !op) return EINVAL;
     struct loop_op *o = (struct loop_op *)op;
-    if (o->loop != loop || o->state != OP_SLEEPING || o->cancel_requested) return ENOENT;
+    if (o->loop != loop || o->state != OP_SLEEPING) return ENOENT;
+    if (o->cancel_requested) return 0; /* asked already */
     o->cancel_requested = true;
     loop->be->cancel(loop, o);
     return 0;

@@ -230,7 +230,7 @@ static void test_give_up(void)
     struct later l;
     after_a_while(&l, do_cancel, &t);
     CHECK_EQ(sqf_loop_cancel(loop, &ops[3]), 0);
-    CHECK_EQ(sqf_loop_cancel(loop, &ops[3]), ENOENT); /* asked once already */
+    CHECK_EQ(sqf_loop_cancel(loop, &ops[3]), 0); /* asking twice changes nothing */
     run_until(base + 5);
     join(&l);
     CHECK_EQ(results[0], ETIMEDOUT);
@@ -243,6 +243,33 @@ static void test_give_up(void)
     CHECK_EQ(sqf_sem_release(&s, 1), 0);
     CHECK_EQ(sqf_sem_tryacquire(&s), 0);
     CHECK_EQ(sqf_sem_destroy(&s), 0);
+    CHECK_EQ(sqf_event_destroy(&e), 0);
+}
+
+/* A callback may not destroy its loop (the dispatch still uses it): EBUSY,
+ * even when it is the last pending wait. */
+static int destroy_result;
+static void destroy_cb(sqf_loop_op *op, int result, void *arg)
+{
+    cb(op, result, arg);
+    destroy_result = sqf_loop_destroy(loop);
+}
+
+static void test_destroy_in_callback(void)
+{
+    int base = done;
+    sqf_event e;
+    sqf_event_init(&e, SQF_PRIVATE);
+    destroy_result = -1;
+    CHECK_EQ(sqf_loop_event_wait(loop, &ops[0], &e, SQF_FOREVER, NULL, destroy_cb, &ops[0]),
+             EINPROGRESS);
+    struct later l;
+    after_a_while(&l, do_set, &e);
+    run_until(base + 1);
+    join(&l);
+    CHECK_EQ(results[0], 0);
+    CHECK_EQ(destroy_result, EBUSY);
+    CHECK_EQ(sqf_loop_pending(loop), 0);
     CHECK_EQ(sqf_event_destroy(&e), 0);
 }
 
@@ -321,6 +348,7 @@ static int on_backend(unsigned flags, const char *name)
     test_woken();
     test_give_up();
     test_locks();
+    test_destroy_in_callback();
     CHECK_EQ(sqf_loop_destroy(loop), 0);
     printf("test_loop: the %s backend checked\n", name);
     return 0;

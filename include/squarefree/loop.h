@@ -93,6 +93,12 @@
  * io_uring (the submission; none on the fallback), none per completion
  * beyond its dispatch; a wait that completes at once makes none.
  *
+ * Signals: with io_uring, the kernel delivers each completion to the loop's
+ * thread as task work, which interrupts a blocking system call of that
+ * thread (epoll_wait, poll, read...) with EINTR, as a signal would; event
+ * loops retry on EINTR already, and so must other blocking calls made on
+ * that thread.
+ *
  * Misuse: a blocking squarefree call made on a loop's own thread can
  * deadlock that loop (the callback that would release it never runs while
  * the thread blocks): use the loop forms there.  Ops not yet completed when
@@ -135,7 +141,9 @@ typedef void (*sqf_loop_cb)(sqf_loop_op *op, int result, void *arg);
 /** Create a loop in *out.  Errors: EINVAL, ENOTSUP, ENOMEM, EMFILE. */
 SQF_API int sqf_loop_create(sqf_loop **out, unsigned flags);
 
-/** Free a loop with no pending waits.  Errors: EINVAL, EBUSY. */
+/** Free a loop with no pending waits, outside its dispatch (not from a
+ *  callback).  Errors: EINVAL, EBUSY (waits pending, or called from a
+ *  callback). */
 SQF_API int sqf_loop_destroy(sqf_loop *loop);
 
 /** A file descriptor that becomes readable when completions are ready to be
@@ -155,7 +163,8 @@ SQF_API unsigned sqf_loop_pending(sqf_loop *loop);
 
 /** Ask a pending op to stop waiting: its callback then runs (at a later
  *  dispatch) with ECANCELED, having consumed nothing, or with 0 if what it
- *  waited for arrived first.  Errors: EINVAL, ENOENT. */
+ *  waited for arrived first.  Asking twice changes nothing.
+ *  Errors: EINVAL, ENOENT (the op is not pending). */
 SQF_API int sqf_loop_cancel(sqf_loop *loop, sqf_loop_op *op);
 
 /* The waits.  Each returns 0 or an errno when it completed at once (no

@@ -81,6 +81,7 @@ struct sqf_loop {
     int fd;           /* what sqf_loop_fd returns */
     unsigned pending; /* ops whose callback has not run */
     int ran;          /* callbacks run by the dispatch in progress */
+    int dispatching;  /* dispatches in progress (callbacks may dispatch) */
 #ifdef SQF_HAVE_URING
     struct {
         struct io_uring ring;

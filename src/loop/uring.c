@@ -67,9 +67,9 @@ static bool has_futex_ops(struct io_uring *ring)
 static int uring_create(struct sqf_loop *loop)
 {
     struct io_uring_params p = {0};
-    /* A wake-all may complete every pending wait at once: room for them
-     * (the kernel keeps overflowing completions anyway; this avoids its
-     * slow path). */
+    /* Room for many completions at once (a wake-all of thousands of
+     * waits; a timed wait makes two).  More than this is not lost: the
+     * kernel keeps the overflow and liburing's peek flushes it. */
     p.flags = IORING_SETUP_CQSIZE;
     p.cq_entries = 8192;
     int e = -io_uring_queue_init_params(256, &loop->uring.ring, &p);
@@ -105,21 +105,27 @@ static int uring_sleep(struct sqf_loop *loop, struct loop_op *o)
         o->b.uring.v[i].reserved = 0;
     }
     bool timed = s->deadline != SQF_FOREVER;
-    /* Both SQEs of a linked pair must go in one submission. */
+    /* Both SQEs of a linked pair go in together: with no room for two,
+     * queue nothing (the driver looks again; the queued ones go first). */
     if (io_uring_sq_space_left(&loop->uring.ring) < 2) io_uring_submit(&loop->uring.ring);
-    struct io_uring_sqe *sqe = get_sqe(loop);
-    if (!sqe) return -EINTR; /* the ring refuses: look again (a busy retry) */
+    if (io_uring_sq_space_left(&loop->uring.ring) < 2) return -EINTR;
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&loop->uring.ring);
     io_uring_prep_rw(SQF_IORING_OP_FUTEX_WAITV, sqe, 0, o->b.uring.v, (unsigned)s->n, 0);
     io_uring_sqe_set_data(sqe, o);
     if (timed) {
         sqe->flags |= IOSQE_IO_LINK;
         o->b.uring.ts.tv_sec = s->deadline / SQF_SEC;
         o->b.uring.ts.tv_nsec = s->deadline % SQF_SEC;
-        struct io_uring_sqe *t = get_sqe(loop);
+        struct io_uring_sqe *t = io_uring_get_sqe(&loop->uring.ring);
         io_uring_prep_link_timeout(t, &o->b.uring.ts, IORING_TIMEOUT_ABS);
         io_uring_sqe_set_data64(t, TAG_TIMEOUT);
     }
-    return io_uring_submit(&loop->uring.ring) < 0 ? -EINTR : 0;
+    /* The SQEs are queued now, whatever io_uring_submit says: one that the
+     * kernel refuses for the moment (EAGAIN, EBUSY) stays in the ring and
+     * goes with the next submission (every dispatch makes one).  Retrying
+     * would queue the same wait twice. */
+    io_uring_submit(&loop->uring.ring);
+    return 0;
 }
 
 static void uring_cancel(struct sqf_loop *loop, struct loop_op *o)
@@ -135,6 +141,8 @@ static void uring_reap(struct sqf_loop *loop,
                        void (*done)(struct sqf_loop *, struct loop_op *, int))
 {
     uint64_t n;
+    /* Anything left queued by a refused submission goes now. */
+    if (io_uring_sq_ready(&loop->uring.ring)) io_uring_submit(&loop->uring.ring);
     /* Reset the eventfd first: a completion posted after this read signals
      * it again, so none is left unannounced. */
     while (read(loop->uring.efd, &n, sizeof n) < 0 && errno == EINTR) {
