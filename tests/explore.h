@@ -1,4 +1,4 @@
-/* explore.h: schedule exploration on the deterministic scheduler (issue 5).
+/* explore.h: schedule exploration on the deterministic scheduler.
  *
  * A case names a few threads' bodies, a setup run before every schedule and
  * a check run after it.  explore() runs the case for a budget of schedules,
