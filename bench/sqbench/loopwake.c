@@ -11,6 +11,8 @@
  *                   operations): the waker's set takes the table's bucket
  *                   lock and hands every wait to the loop, with one
  *                   eventfd write
+ *   sqf-mixed-event W2b: (k+1)/2 loop waits (io_uring) and k/2 threads on one
+ *                   sqf_event, woken by one set: until the last of both ran
  *   eventfd-each    the common C idiom: one eventfd per waiter in the loop's
  *                   epoll set; the waker writes each: k system calls
  *   threads-event   no loop: k threads in sqf_event_wait (W1's sqf-event, in
@@ -47,9 +49,9 @@
 #define L_MAX_RUNS 1000
 #define L_GRACE    60000000000LL /* after the limit: then it is a hang */
 
-enum { V_SQF_EVENT, V_SQF_LATCH, V_FB_EVENT, V_EVENTFD, V_THREADS, L_NV };
-static const char *const lv[L_NV] = {"sqf-loop-event", "sqf-loop-latch", "sqf-fallback-event",
-                                     "eventfd-each", "threads-event"};
+enum { V_SQF_EVENT, V_SQF_LATCH, V_FB_EVENT, V_MIXED, V_EVENTFD, V_THREADS, L_NV };
+static const char *const lv[L_NV] = {"sqf-loop-event",  "sqf-loop-latch", "sqf-fallback-event",
+                                     "sqf-mixed-event", "eventfd-each",   "threads-event"};
 static const int l_default_k[] = {1, 4, 16, 64, 256, 1024};
 
 static struct {
@@ -163,17 +165,24 @@ static int asleep(pid_t tid)
     return p && p[1] == ' ' && p[2] == 'S';
 }
 
+/* threads-event and sqf-mixed-event's threads (below). */
+static pthread_t *spawn_waiters(int n, sqf_event *e, unsigned expect, const char *what);
+static int64_t join_waiters(pthread_t *t, int n, int64_t t0, const char *what);
+
 static double loop_run(int v, int k, const char *what, int *over)
 {
-    if (v == V_SQF_EVENT || v == V_FB_EVENT) sqf_event_clear(&L.ev);
+    if (v == V_SQF_EVENT || v == V_FB_EVENT || v == V_MIXED) sqf_event_clear(&L.ev);
     if (v == V_SQF_LATCH) sqf_latch_init(&L.la, 1, SQF_PRIVATE);
+    int nthreads = v == V_MIXED ? k / 2 : 0;
     L.variant = v;
-    L.k = k;
+    L.k = k - nthreads;
     L.failed = 0;
     unsigned run = atomic_fetch_add(&L.ctrl, 1) + 1;
     futex(&L.ctrl, FUTEX_WAKE_PRIVATE, 1);
     if (!wait_for(&L.armed, run, 10000000000LL))
         sb_fail("%s: the loop did not arm its waits", what);
+    pthread_t *threads = NULL;
+    if (v == V_MIXED) threads = spawn_waiters(nthreads, &L.ev, (unsigned)k, what);
     /* The loop thread must be asleep in poll/epoll_wait before the wake. */
     for (int i = 0; i < 10000; i++) {
         sleep_ns(200000);
@@ -181,7 +190,7 @@ static double loop_run(int v, int k, const char *what, int *over)
     }
     int64_t t0 = sb_now_ns();
     int e = 0;
-    if (v == V_SQF_EVENT || v == V_FB_EVENT) {
+    if (v == V_SQF_EVENT || v == V_FB_EVENT || v == V_MIXED) {
         e = sqf_event_set(&L.ev);
     } else if (v == V_SQF_LATCH) {
         e = sqf_latch_count_down(&L.la, 1);
@@ -195,7 +204,12 @@ static double loop_run(int v, int k, const char *what, int *over)
     if (!in_time && !wait_for(&L.done, run, L_GRACE))
         sb_fail("%s: callbacks still pending 60 s after the wake (a lost wake-up)", what);
     if (L.failed) sb_fail("%s: a loop wait failed (%s)", what, strerror(L.failed));
-    double s = (double)(L.last - t0) / 1e9;
+    int64_t last = L.last;
+    if (v == V_MIXED) {
+        int64_t tl = join_waiters(threads, nthreads, t0, what);
+        if (tl > last) last = tl;
+    }
+    double s = (double)(last - t0) / 1e9;
     *over = !in_time || s > sb.limit_s;
     return s;
 }
@@ -211,49 +225,69 @@ static struct twaiter {
 static atomic_uint tdone; /* threads that have stored their time */
 static sqf_latch texit;   /* they exit only after the run is timed */
 
+static sqf_event *tev_on; /* the event the threads wait on */
+
 static void *thread_wait(void *arg)
 {
     struct twaiter *w = arg;
     atomic_store(&w->tid, (int)syscall(SYS_gettid));
-    w->woke = sqf_event_wait(&tev) != 0 ? -1 : sb_now_ns();
+    w->woke = sqf_event_wait(tev_on) != 0 ? -1 : sb_now_ns();
     atomic_fetch_add(&tdone, 1);
     futex(&tdone, FUTEX_WAKE_PRIVATE, 1);
     sqf_latch_wait(&texit); /* exiting threads would slow the ones still waking */
     return NULL;
 }
 
-static double threads_run(int k, const char *what, int *over)
+/* Start n threads waiting on e, and return once each sleeps and e counts
+ * `expect` waiters in all (others may wait on it too). */
+static pthread_t *spawn_waiters(int n, sqf_event *e, unsigned expect, const char *what)
 {
-    sqf_event_init(&tev, SQF_PRIVATE);
+    tev_on = e;
     sqf_latch_init(&texit, 1, SQF_PRIVATE);
     atomic_store(&tdone, 0);
-    pthread_t *t = malloc(sizeof *t * (size_t)k);
-    tw = calloc((size_t)k, sizeof *tw);
+    pthread_t *t = malloc(sizeof *t * (size_t)(n ? n : 1));
+    tw = calloc((size_t)(n ? n : 1), sizeof *tw);
     if (!t || !tw) sb_fail("%s: out of memory", what);
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < n; i++)
         if (sb_spawn(&t[i], thread_wait, &tw[i]) != 0)
             sb_fail("%s: the system refused thread %d", what, i + 1);
     int64_t give_up = sb_now_ns() + 10000000000LL;
-    for (int i = 0; i < k; i++) /* counted in, then asleep */
-        while ((atomic_load((atomic_uint *)&tev.waiters) < (unsigned)k ||
-                !atomic_load(&tw[i].tid) || !asleep(atomic_load(&tw[i].tid))) &&
+    while (atomic_load((atomic_uint *)&e->waiters) < expect && sb_now_ns() < give_up)
+        sleep_ns(200000);
+    for (int i = 0; i < n; i++) /* each asleep */
+        while ((!atomic_load(&tw[i].tid) || !asleep(atomic_load(&tw[i].tid))) &&
                sb_now_ns() < give_up)
             sleep_ns(200000);
-    int64_t t0 = sb_now_ns();
-    sqf_event_set(&tev);
+    return t;
+}
+
+/* After the wake: wait (asleep) until the n threads have run, let them
+ * exit, and return the time the last one ran (at least t0). */
+static int64_t join_waiters(pthread_t *t, int n, int64_t t0, const char *what)
+{
     unsigned d;
-    while ((d = atomic_load(&tdone)) < (unsigned)k) /* the waker sleeps meanwhile */
+    while ((d = atomic_load(&tdone)) < (unsigned)n)
         futex(&tdone, FUTEX_WAIT_PRIVATE, d);
     sqf_latch_count_down(&texit, 1);
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
     int64_t last = t0;
-    for (int i = 0; i < k; i++) {
+    for (int i = 0; i < n; i++) {
         if (tw[i].woke < 0) sb_fail("%s: a wait failed", what);
         if (tw[i].woke > last) last = tw[i].woke;
     }
     free(t);
     free(tw);
+    return last;
+}
+
+static double threads_run(int k, const char *what, int *over)
+{
+    sqf_event_init(&tev, SQF_PRIVATE);
+    pthread_t *t = spawn_waiters(k, &tev, (unsigned)k, what);
+    int64_t t0 = sb_now_ns();
+    sqf_event_set(&tev);
+    int64_t last = join_waiters(t, k, t0, what);
     double s = (double)(last - t0) / 1e9;
     *over = s > sb.limit_s;
     return s;
