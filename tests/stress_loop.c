@@ -175,6 +175,7 @@ static sqf_cancel sem_tok[LOOPS];
 static int sem_left[LOOPS];
 
 static void sem_cb(sqf_loop_op *op, int r, void *arg);
+static void race_cb(sqf_loop_op *op, int r, void *arg);
 
 static void sem_issue(struct looper *L, sqf_loop_op *op)
 {
@@ -261,10 +262,35 @@ static void test_sem(void)
     unsigned v = 0;
     sqf_sem_getvalue(&sem, &v);
     CHECK_EQ(v, SEM_PERMITS);
+    printf("sem: loops took %u permits and gave up %u waits while contended\n",
+           at_load(&sem_got, RLX), at_load(&sem_gaveup, RLX));
+    /* How many waits gave up above depends on timing; make sure both ways
+     * of giving up ran, with every permit held: a deadline and a token. */
+    for (int i = 0; i < SEM_PERMITS; i++)
+        CHECK_EQ(sqf_sem_acquire(&sem), 0);
+    sqf_loop *loop = loopers[0].loop;
+    sqf_cancel tok;
+    sqf_cancel_init(&tok, NULL, SQF_FOREVER);
+    sem_ops[0][0] = (sqf_loop_op){0};
+    int r[2] = {-1, -1};
+    CHECK_EQ(sqf_loop_sem_acquire(loop, &sem_ops[0][0], &sem, sqf_after(2 * SQF_MS), NULL, race_cb,
+                                  &r[0]),
+             EINPROGRESS);
+    CHECK_EQ(sqf_loop_sem_acquire(loop, &sem_ops[0][1], &sem, SQF_FOREVER, &tok, race_cb, &r[1]),
+             EINPROGRESS);
+    CHECK_EQ(sqf_cancel_cancel(&tok), 0);
+    sqf_deadline stop = sqf_after(5 * SQF_SEC);
+    while ((r[0] < 0 || r[1] < 0) && sqf_now() < stop) {
+        struct pollfd p = {sqf_loop_fd(loop), POLLIN, 0};
+        poll(&p, 1, 10);
+        sqf_loop_dispatch(loop);
+    }
+    CHECK_EQ(r[0], ETIMEDOUT);
+    CHECK_EQ(r[1], ECANCELED);
+    CHECK_EQ(sqf_sem_release(&sem, SEM_PERMITS), 0);
+    sqf_sem_getvalue(&sem, &v);
+    CHECK_EQ(v, SEM_PERMITS); /* nothing taken by the waits that gave up */
     CHECK_EQ(sqf_sem_destroy(&sem), 0);
-    printf("sem: loops took %u permits and gave up %u waits\n", at_load(&sem_got, RLX),
-           at_load(&sem_gaveup, RLX));
-    CHECK(at_load(&sem_gaveup, RLX) > 0); /* the give-up paths ran */
 }
 
 /* --- latch and event: 1,000 mixed waiters ------------------------------------------ */
@@ -497,6 +523,10 @@ static void race_cb(sqf_loop_op *op, int r, void *arg)
 /* Release after a spin of a few microseconds: sometimes before the loop's
  * cancel, sometimes after, sometimes while its wait completes. */
 static sqf_sem race_sem;
+static void *race_noop(void *arg)
+{
+    return arg;
+}
 static void *race_release(void *arg)
 {
     for (uintptr_t i = (uintptr_t)arg; i > 0; i--)
@@ -518,7 +548,11 @@ static void test_cancel_race(unsigned flags)
         CHECK_EQ(sqf_loop_sem_acquire(loop, &op, s, SQF_FOREVER, NULL, race_cb, &result),
                  EINPROGRESS);
         pthread_t t;
-        pthread_create(&t, NULL, race_release, (void *)(uintptr_t)(k % 40 * 100));
+        /* Every 10th round the release surely comes first (the op must
+         * then take the permit); otherwise they race. */
+        if (k % 10 == 0) CHECK_EQ(sqf_sem_release(s, 1), 0);
+        pthread_create(&t, NULL, k % 10 == 0 ? race_noop : race_release,
+                       (void *)(uintptr_t)(k % 40 * 100));
         for (unsigned i = 0, n = (unsigned)k % 7 * 500; i < n; i++)
             at_relax();
         int e = sqf_loop_cancel(loop, &op);
