@@ -78,13 +78,17 @@
  * Memory ordering: as the blocking forms: a callback (or an at-once result)
  * of 0 is the acquire the blocking call would have been.
  *
- * Fairness: loop tasks and threads waiting on one word are woken in the
- * kernel's queue order, whichever kind each is.  A loop task consumes a
- * hand-off (a mutex's unlock_fair or starvation hand-off, a writer's turn)
- * when its wait completes, but takes ownership only at the next dispatch:
- * keep dispatches prompt (a loop that is busy for long delays the hand-off
- * as a descheduled thread would).  The mutex's starvation bound counts loop
- * waiters as it counts threads.
+ * Fairness: with io_uring, loop tasks and threads waiting on one word are
+ * woken in the kernel's queue order, whichever kind each is, and the
+ * mutex's starvation bound counts loop waiters as it counts threads.  On
+ * the fallback, a wake serves the threads asleep in the kernel first and
+ * the loop entries after them: while threads keep sleeping on the same
+ * word, a loop's wait there can be passed over (the starvation hand-off
+ * goes to the first sleeper the wake finds), so the bound holds only for
+ * io_uring.  A loop task consumes a hand-off (a mutex's unlock_fair or
+ * starvation hand-off, a writer's turn) when its wait completes, but takes
+ * ownership only at the next dispatch: keep dispatches prompt (a loop that
+ * is busy for long delays the hand-off as a descheduled thread would).
  *
  * Wake-ups: the releaser's cost does not change with io_uring (one
  * FUTEX_WAKE, whatever mix waits); on the fallback it adds a walk of the
