@@ -179,7 +179,7 @@ int sqf_loop_cancel(sqf_loop *loop, sqf_loop_op *op)
 int sqf_loop_mutex_lock(sqf_loop *loop, sqf_loop_op *op, sqf_mutex *m, sqf_deadline deadline,
                         const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
-    if (!loop || !op || !(m) || !cb) return EINVAL;
+    if (!loop || !op || !m || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_mutex_lock_step_, deadline, cancel, cb, arg);
     o->w.u.mutex.m = m;
     return go(o);
@@ -188,7 +188,7 @@ int sqf_loop_mutex_lock(sqf_loop *loop, sqf_loop_op *op, sqf_mutex *m, sqf_deadl
 int sqf_loop_cond_wait(sqf_loop *loop, sqf_loop_op *op, sqf_cond *c, sqf_mutex *m,
                        sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
-    if (!loop || !op || !(c && m) || !cb) return EINVAL;
+    if (!loop || !op || !c || !m || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_cond_wait_step_, deadline, cancel, cb, arg);
     o->w.u.cond.c = c;
     o->w.u.cond.m = m;
@@ -198,7 +198,7 @@ int sqf_loop_cond_wait(sqf_loop *loop, sqf_loop_op *op, sqf_cond *c, sqf_mutex *
 int sqf_loop_sem_acquire(sqf_loop *loop, sqf_loop_op *op, sqf_sem *s, sqf_deadline deadline,
                          const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
-    if (!loop || !op || !(s) || !cb) return EINVAL;
+    if (!loop || !op || !s || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_sem_acquire_step_, deadline, cancel, cb, arg);
     o->w.u.sem.s = s;
     return go(o);
@@ -207,7 +207,7 @@ int sqf_loop_sem_acquire(sqf_loop *loop, sqf_loop_op *op, sqf_sem *s, sqf_deadli
 int sqf_loop_event_wait(sqf_loop *loop, sqf_loop_op *op, sqf_event *e, sqf_deadline deadline,
                         const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
-    if (!loop || !op || !(e) || !cb) return EINVAL;
+    if (!loop || !op || !e || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_event_wait_step_, deadline, cancel, cb, arg);
     o->w.u.event.e = e;
     return go(o);
@@ -216,7 +216,7 @@ int sqf_loop_event_wait(sqf_loop *loop, sqf_loop_op *op, sqf_event *e, sqf_deadl
 int sqf_loop_latch_wait(sqf_loop *loop, sqf_loop_op *op, sqf_latch *l, sqf_deadline deadline,
                         const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
-    if (!loop || !op || !(l) || !cb) return EINVAL;
+    if (!loop || !op || !l || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_latch_wait_step_, deadline, cancel, cb, arg);
     o->w.u.latch.l = l;
     return go(o);
@@ -226,7 +226,7 @@ int sqf_loop_countdown_wait(sqf_loop *loop, sqf_loop_op *op, sqf_countdown *c,
                             sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
                             void *arg)
 {
-    if (!loop || !op || !(c) || !cb) return EINVAL;
+    if (!loop || !op || !c || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_countdown_wait_step_, deadline, cancel, cb, arg);
     o->w.u.countdown.c = c;
     return go(o);
@@ -235,7 +235,7 @@ int sqf_loop_countdown_wait(sqf_loop *loop, sqf_loop_op *op, sqf_countdown *c,
 int sqf_loop_barrier_wait(sqf_loop *loop, sqf_loop_op *op, sqf_barrier *b, sqf_deadline deadline,
                           const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
-    if (!loop || !op || !(b) || !cb) return EINVAL;
+    if (!loop || !op || !b || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_barrier_wait_step_, deadline, cancel, cb, arg);
     o->w.u.barrier.b = b;
     o->w.u.barrier.completion = NULL;
@@ -247,7 +247,7 @@ int sqf_loop_barrier_wait(sqf_loop *loop, sqf_loop_op *op, sqf_barrier *b, sqf_d
 int sqf_loop_rwlock_rdlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l, sqf_deadline deadline,
                            const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
-    if (!loop || !op || !(l) || !cb) return EINVAL;
+    if (!loop || !op || !l || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_rwlock_rdlock_step_, deadline, cancel, cb, arg);
     o->w.u.rwlock.l = l;
     return go(o);
@@ -256,7 +256,7 @@ int sqf_loop_rwlock_rdlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l, sqf_d
 int sqf_loop_rwlock_wrlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l, sqf_deadline deadline,
                            const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
-    if (!loop || !op || !(l) || !cb) return EINVAL;
+    if (!loop || !op || !l || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_rwlock_wrlock_step_, deadline, cancel, cb, arg);
     o->w.u.rwlock.l = l;
     return go(o);

@@ -271,7 +271,6 @@ static void test_sem(void)
     sqf_loop *loop = loopers[0].loop;
     sqf_cancel tok;
     sqf_cancel_init(&tok, NULL, SQF_FOREVER);
-    sem_ops[0][0] = (sqf_loop_op){0};
     int r[2] = {-1, -1};
     CHECK_EQ(sqf_loop_sem_acquire(loop, &sem_ops[0][0], &sem, sqf_after(2 * SQF_MS), NULL, race_cb,
                                   &r[0]),

@@ -23,7 +23,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -31,8 +30,6 @@
 #include <unistd.h>
 
 #include "loop_impl.h"
-
-#define NOT_ENDED INT_MIN
 
 static struct loop_op *op_of(struct sqf_table_waiter *tw)
 {
@@ -145,7 +142,6 @@ static int fb_sleep(struct sqf_loop *loop, struct loop_op *o)
         sqf_table_waiter_init(&o->b.fb.tw, notify);
         o->b.fb.tw_ready = true;
     }
-    o->b.fb.res = NOT_ENDED;
     o->b.fb.left = false;
     int r = sqf_table_enqueue(&o->b.fb.tw, o->sleep.w, o->sleep.n);
     if (r < 0) return r; /* -EAGAIN: a word had changed, never queued */
