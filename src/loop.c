@@ -29,6 +29,10 @@ _Static_assert(_Alignof(struct loop_op) <= _Alignof(sqf_loop_op), "sqf_loop_op i
  * environment's SQF_LOOP_BACKEND=uring|fallback, for tests and comparisons). */
 static int pick(unsigned flags, const struct loop_backend *out[2])
 {
+#ifdef SQF_DSCHED
+    (void)flags; /* the scheduler's build has its simulated io_uring only */
+    return out[0] = &sqf_loop_dsched, 1;
+#endif
     if (flags == SQF_LOOP_URING) return out[0] = &sqf_loop_uring, 1;
     if (flags == SQF_LOOP_FALLBACK) return out[0] = &sqf_loop_fallback, 1;
     const char *env = getenv("SQF_LOOP_BACKEND");

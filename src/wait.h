@@ -54,8 +54,7 @@ struct sqf_wait_word {
  * value; -ETIMEDOUT; -EINTR for any other return; -ENOSYS if the kernel
  * cannot wait on several words (Linux < 5.16).
  *
- * The rule every caller must follow (Linux's futex_waitv, and io_uring's
- * FUTEX_WAITV, which shares its code):
+ * The rule every caller must follow (Linux's futex_waitv):
  * - A sleeper can be woken through SEVERAL of its words before it runs:
  *   each wake dequeues only the entry it finds, the others stay queued
  *   until the sleeper itself runs, and every such wake counts it woken (its

@@ -32,8 +32,8 @@
  * cancelled: a cond wait returns holding the mutex, whatever it returns).
  *
  * Drivers: the blocking driver below (threads), and the event-loop driver,
- * whose sleep is an io_uring FUTEX_WAITV on the same words in the same
- * order, or its fallback; the deterministic scheduler and the fault tests
+ * whose sleep is io_uring futex waits on the same words (src/loop/split.c),
+ * or its fallback; the deterministic scheduler and the fault tests
  * run the blocking driver over the simulated and the real seam.  A new
  * primitive plugs in by writing a state struct in the union below and one
  * step function; every driver then serves it.

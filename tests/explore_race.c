@@ -17,62 +17,7 @@
  * locks are exclusive and left free, fn runs once, a barrier phase
  * completes for all or breaks for all.
  */
-#include <errno.h>
-
-#include <squarefree.h>
-
-#include "explore.h"
-
-enum { BY_TIMEOUT, BY_CANCEL };
-static int mode;
-static sqf_cancel tok;
-static int64_t short_ns; /* when the waiter gives up: its deadline, or the cancel, from now */
-
-static int got, gaveup, inside, bad_result;
-
-/* BY_CANCEL: whether this schedule cancels near a hand-off (a few steps
- * after the holder calls handing_off(), just before it releases) rather
- * than at a time on the clock; and how many steps after. */
-static int near_handoff, near_steps, handed;
-static void handing_off(void)
-{
-    handed = 1;
-}
-
-/* Every case's setup starts here.  The deadline differs per schedule (from
- * its seed, so that a replay has it too): 10 to 160 steps away. */
-static void reset(void)
-{
-    sqf_cancel_init(&tok, NULL, SQF_FOREVER);
-    got = gaveup = inside = bad_result = handed = 0;
-    short_ns = (int64_t)(10 + explore_seed * 37 % 151) * 1000;
-    near_handoff = explore_seed / 8 % 2;
-    near_steps = (int)(explore_seed / 16 % 8);
-}
-
-/* What the giving-up waiter passes to an _until form, and what it gets. */
-static sqf_deadline until(void)
-{
-    return mode == BY_TIMEOUT ? sqf_after(short_ns) : SQF_FOREVER;
-}
-static const sqf_cancel *token(void)
-{
-    return mode == BY_CANCEL ? &tok : NULL;
-}
-static int gave_up(void)
-{
-    return mode == BY_TIMEOUT ? ETIMEDOUT : ECANCELED;
-}
-
-static void count(int r)
-{
-    if (r == 0)
-        got++;
-    else if (r == gave_up())
-        gaveup++;
-    else
-        bad_result++;
-}
+#include "handoff_race.h"
 
 /* --- mutex: unlock_fair and unlock hand the lock to a waiter giving up ---- */
 static sqf_mutex mu;
@@ -80,16 +25,7 @@ static sqf_mutex mu;
 static void setup_mutex(void)
 {
     sqf_mutex_init(&mu, SQF_PRIVATE);
-    reset();
-}
-
-/* Long enough (in steps) that the others stop spinning and go to sleep. */
-static void critical(int steps)
-{
-    EXPLORE_REQUIRE(++inside == 1);
-    for (int i = 0; i < steps; i++)
-        dsched_yield();
-    inside--;
+    race_reset();
 }
 
 static void body_mutex(int id, void *arg)
@@ -134,7 +70,7 @@ static sqf_sem sem;
 static void setup_sem(void)
 {
     sqf_sem_init(&sem, 0, 0, SQF_PRIVATE);
-    reset();
+    race_reset();
 }
 
 static void body_sem(int id, void *arg)
@@ -172,7 +108,7 @@ static void setup_cond(void)
     sqf_mutex_init(&mu, SQF_PRIVATE);
     sqf_cond_init(&cv, SQF_PRIVATE);
     items = 0;
-    reset();
+    race_reset();
 }
 
 static void body_cond(int id, void *arg)
@@ -264,30 +200,12 @@ static const char *check_broadcast(void)
 /* --- rwlock: the writer's unlock hands over to a writer and a reader that
  * may give up; a writer that leaves must let the untimed reader in ------- */
 static sqf_rwlock rw;
-static int readers, writers;
 
 static void setup_rw(void)
 {
     sqf_rwlock_init(&rw, SQF_PRIVATE);
     readers = writers = 0;
-    reset();
-}
-
-static void read_section(void)
-{
-    readers++;
-    EXPLORE_REQUIRE(writers == 0);
-    dsched_yield();
-    EXPLORE_REQUIRE(writers == 0);
-    readers--;
-}
-
-static void write_section(void)
-{
-    EXPLORE_REQUIRE(++writers == 1 && readers == 0);
-    dsched_yield();
-    EXPLORE_REQUIRE(writers == 1 && readers == 0);
-    writers--;
+    race_reset();
 }
 
 static void body_rw(int id, void *arg)
@@ -341,7 +259,7 @@ static void setup_barrier(void)
 {
     sqf_barrier_init(&bar, 3, SQF_PRIVATE);
     res[0] = res[1] = res[2] = -1;
-    reset();
+    race_reset();
 }
 
 static void body_barrier(int id, void *arg)
@@ -372,7 +290,7 @@ static void setup_open(void)
     sqf_countdown_init(&cd, 2, SQF_PRIVATE);
     sqf_event_init(&ev, SQF_PRIVATE);
     downs = 0;
-    reset();
+    race_reset();
 }
 
 static void body_open(int id, void *arg)
@@ -424,7 +342,7 @@ static void setup_once(void)
 {
     sqf_once_init(&once, SQF_PRIVATE);
     runs = effect = 0;
-    reset();
+    race_reset();
 }
 
 static void body_once(int id, void *arg)
@@ -447,30 +365,6 @@ static const char *check_once(void)
 }
 
 /* --- the two runs of every case --------------------------------------------- */
-
-/* In BY_CANCEL runs one more thread, the last, cancels the token: in half
- * the schedules once the simulated clock reaches short_ns (from the seed,
- * as a deadline would be), so the cancel lands at every step of a run, not
- * just its first few; in the other half 0 to 7 steps after the holder
- * announced a hand-off, so that it often lands between the hand-off's
- * wake-up and the woken thread's run (the futex_waitv double wake). */
-static int workers;
-static void (*worker)(int id, void *arg);
-
-static void body(int id, void *arg)
-{
-    if (id == workers) {
-        sqf_deadline at = sqf_after(short_ns);
-        sqf_deadline fallback = sqf_after(1000 * 1000); /* in case nobody hands off */
-        while (near_handoff ? !handed && sqf_now() < fallback : sqf_now() < at)
-            dsched_yield();
-        for (int k = near_handoff ? near_steps : 0; k > 0; k--)
-            dsched_yield();
-        EXPLORE_REQUIRE(sqf_cancel_cancel(&tok) == 0);
-    } else {
-        worker(id, arg);
-    }
-}
 
 struct shape {
     const char *what;
@@ -509,7 +403,7 @@ int main(void)
             struct explore_case c = {name,
                                      s->workers + (mode == BY_CANCEL),
                                      s->setup,
-                                     body,
+                                     race_body,
                                      s->check,
                                      mode == BY_TIMEOUT ? s->by_timeout : s->by_cancel,
                                      mode == BY_TIMEOUT ? s->timeout_rate : 0};

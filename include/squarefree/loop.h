@@ -27,10 +27,14 @@
  * chain, as a blocking waiter sleeps on them) until a wake-up, the deadline
  * or a cancellation; sqf_loop_dispatch then runs the protocol's next step,
  * which either finishes (the callback runs) or waits again.  Backends:
- * - io_uring (Linux 6.7+): an IORING_OP_FUTEX_WAITV with the deadline as a
- *   linked absolute time-out.  The kernel queues it in the same futex queue
+ * - io_uring (Linux 6.7+): an IORING_OP_FUTEX_WAIT on the primitive's word
+ *   with the deadline as a linked absolute time-out, and one more per word
+ *   of the token's chain.  The kernel queues them in the same futex queues
  *   as sleeping threads, so one FUTEX_WAKE serves both kinds, first come
- *   first served.
+ *   first served, and a wake-up is spent on a loop's wait exactly when the
+ *   wait reports it.  (Not one FUTEX_WAITV on all the words: a WAITV
+ *   that a time-out or cancel has claimed stays queued until the loop's
+ *   thread reaps it, and swallows every wake-up that meets it there.)
  * - the fallback (any kernel; io_uring disabled by sysctl or blocked by a
  *   seccomp profile such as Docker's default; the portable wait backend): a
  *   queue entry in a user-space futex table that the releasers' wake calls
@@ -56,10 +60,9 @@
  *   thread may release later.  A cond op releases the mutex, waits, and
  *   reacquires the mutex (asynchronously) before its callback, whatever its
  *   result: sqf_loop_cancel (like its token and deadline) ends the waiting,
- *   never the reacquiring.  On the io_uring backend a cond op that times
- *   out or is cancelled may complete with 0 instead (a spurious wake-up,
- *   which condition variables allow: re-check the predicate and the
- *   deadline), and any op cancelled during a hand-off may take it (0).
+ *   never the reacquiring.  An op whose wait was woken before its
+ *   cancellation or time-out took effect completes as woken, as a thread
+ *   would (a mutex op cancelled during a hand-off to it gets the lock, 0).
  *
  * Errors (a failed call changes nothing):
  * - EINVAL: NULL loop, op, object or callback; an invalid object (as the

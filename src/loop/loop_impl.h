@@ -1,5 +1,6 @@
 /* loop_impl.h: what the event-loop driver (src/loop.c) and its backends
- * (src/loop/uring.c, src/loop/fallback.c) share.
+ * (src/loop/uring.c, src/loop/fallback.c, and src/loop/dsched.c in the
+ * deterministic scheduler's build) share.
  *
  * The driver owns everything the protocol needs (the op, its steps, the
  * sleep it prepared with sqf_sleep_prepare, callbacks, counts); a backend
@@ -10,6 +11,7 @@
 #ifndef SQF_SRC_LOOP_IMPL_H
 #define SQF_SRC_LOOP_IMPL_H
 
+#include <errno.h>
 #include <linux/time_types.h> /* __kernel_timespec, with or without liburing */
 #include <pthread.h>
 
@@ -21,14 +23,9 @@
 #ifdef SQF_HAVE_URING
 #include <liburing.h>
 #endif
-
-/* The futex_waitv entry, as the kernel reads it (io_uring FUTEX_WAITV). */
-struct sqf_futex_waitv {
-    uint64_t val;
-    uint64_t uaddr;
-    uint32_t flags;
-    uint32_t reserved;
-};
+#ifdef SQF_DSCHED
+#include "../wait/dsched.h"
+#endif
 
 enum { OP_IDLE, OP_SLEEPING };
 
@@ -41,10 +38,17 @@ struct loop_op {
     int state;
     bool cancel_requested;
     struct sqf_sleep sleep; /* the sleep in flight, as prepared */
+    struct {                /* a sleep as one-word waits (split.c) */
+        unsigned out;       /* bit k: the wait on word k is in flight */
+        int prim;           /* the primitive's wait's result (1: none yet) */
+        int tok;            /* the highest token word whose wait fired, or -1 */
+        bool ending;        /* the sleep is over once all are back */
+    } split;
     union {
         struct {
-            struct sqf_futex_waitv v[SQF_WAIT_MAX_WORDS];
             struct __kernel_timespec ts;
+            unsigned owed;             /* cancels not yet submitted (bit k: wait k) */
+            struct loop_op *next_owed; /* the loop's list of ops owed cancels */
         } uring;
         struct {
             struct sqf_table_waiter tw;  /* queued in the table while asleep */
@@ -54,8 +58,31 @@ struct loop_op {
             struct loop_op *next_done;   /* the loop's list of ended sleeps */
             struct loop_op *prev, *next; /* the loop's list of sleeping ops */
         } fb;
+#ifdef SQF_DSCHED
+        struct dsched_req ds[SQF_WAIT_MAX_WORDS]; /* simulated io_uring (tests only) */
+#endif
     } b;
 };
+
+/* A sleep as one-word futex waits, for the backends whose waits are
+ * io_uring's (uring.c, and its simulation dsched.c): see split.c for why.
+ * A wait's user_data is the op's address with the word's index in the low
+ * three bits (an op is 8-aligned, and a sleep has at most 8 words). */
+struct sqf_loop;
+void sqf_split_begin(struct loop_op *o);
+/* Wait k of o's sleep ended with res (0, -ECANCELED, -EAGAIN...).  Calls
+ * cancel(loop, o, j) for the waits still in flight once the sleep is
+ * decided; returns true when the last is back, with *how as sqf_wait_any
+ * would report it. */
+bool sqf_split_done(struct sqf_loop *loop, struct loop_op *o, int k, int res, int *how,
+                    void (*cancel)(struct sqf_loop *, struct loop_op *, int k));
+/* sqf_loop_cancel: end the primitive's wait (the rest follows). */
+void sqf_split_cancel(struct sqf_loop *loop, struct loop_op *o,
+                      void (*cancel)(struct sqf_loop *, struct loop_op *, int k));
+static inline uint64_t sqf_split_tag(const struct loop_op *o, int k)
+{
+    return (uint64_t)(uintptr_t)o | (unsigned)k;
+}
 
 struct sqf_loop;
 
@@ -75,6 +102,9 @@ struct loop_backend {
 };
 
 extern const struct loop_backend sqf_loop_uring, sqf_loop_fallback;
+#ifdef SQF_DSCHED
+extern const struct loop_backend sqf_loop_dsched;
+#endif
 
 struct sqf_loop {
     const struct loop_backend *be;
@@ -86,6 +116,7 @@ struct sqf_loop {
     struct {
         struct io_uring ring;
         int efd;
+        struct loop_op *owed; /* ops with cancels not yet submitted */
     } uring;
 #endif
     struct {

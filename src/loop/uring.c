@@ -1,26 +1,10 @@
 /* uring.c: the event-loop backend on io_uring (Linux 6.7+).  A sleep is an
- * IORING_OP_FUTEX_WAITV on the prepared words, in the prepared order (token
- * words first, the primitive's last: the kernel reports the highest index
- * woken, wait.h), linked to an absolute CLOCK_MONOTONIC time-out when it has
- * a deadline.  The kernel queues it in the same futex queue as sleeping
- * threads, so a FUTEX_WAKE serves both kinds in arrival order.
- *
- * Every completion but EAGAIN is reported to the step as a wake on the
- * primitive's word, because with io_uring a wake-up can be spent on a wait
- * that does not report it.  The kernel's futex_wake counts every queue
- * entry it calls the wake function on, but io_uring's wake function does
- * nothing when the request has already been claimed: by its linked
- * time-out, by an ASYNC_CANCEL, or by a wake through another of its words
- * (a token's).  FUTEX_WAKE then returns 1 for a wake nobody received: an
- * unlock_fair's hand-off, a writer's turn.  So the step is told "you may
- * hold a wake-up": it uses it (takes the hand-off) or passes it on (the
- * mutex sets PARKED again), and the driver's checks before the next sleep
- * (cancel request, token, deadline) then end the wait as they would have.
- * The price: a loop op cancelled or timed out during a hand-off to someone
- * else may take it instead (the other waiter sleeps again: safe, unfair),
- * and a cond op ends with 0 (a spurious wake-up) where the blocking form
- * would return ETIMEDOUT or ECANCELED.  Found by tests/stress_torture.c:
- * reporting such completions as "look again" lost hand-offs.
+ * IORING_OP_FUTEX_WAIT on the primitive's word, linked to an absolute
+ * CLOCK_MONOTONIC time-out when it has a deadline, and one more on each of
+ * the cancellation tokens' words (split.c says why not one FUTEX_WAITV).
+ * The kernel queues these waits in the same futex queues as sleeping
+ * threads, so a FUTEX_WAKE serves both kinds in arrival order, and a wake
+ * dequeues a wait exactly when the wait reports it, as for a thread.
  *
  * The futex opcodes are newer than Debian 12's liburing (2.3) and kernel
  * headers: defined here, and probed at run time (IORING_REGISTER_PROBE).
@@ -36,11 +20,13 @@
 
 #ifdef SQF_HAVE_URING
 
-#define SQF_IORING_OP_FUTEX_WAITV 53
-#define SQF_FUTEX2_SIZE_U32       0x02u
-#define SQF_FUTEX2_PRIVATE        128u
+#define SQF_IORING_OP_FUTEX_WAIT 51
+#define SQF_FUTEX2_SIZE_U32      0x02u
+#define SQF_FUTEX2_PRIVATE       128u
+#define SQF_FUTEX_BITSET_ANY     0xffffffffu
 
-/* user_data of the completions that are not an op's sleep. */
+/* user_data of the completions that are not an op's waits (which are the
+ * op's address, 8-aligned, with the word's index: sqf_split_tag). */
 #define TAG_TIMEOUT 1u
 #define TAG_CANCEL  2u
 
@@ -59,7 +45,7 @@ static bool has_futex_ops(struct io_uring *ring)
 {
     struct io_uring_probe *p = io_uring_get_probe_ring(ring);
     if (!p) return false;
-    bool ok = io_uring_opcode_supported(p, SQF_IORING_OP_FUTEX_WAITV);
+    bool ok = io_uring_opcode_supported(p, SQF_IORING_OP_FUTEX_WAIT);
     io_uring_free_probe(p);
     return ok;
 }
@@ -95,24 +81,61 @@ static void uring_destroy(struct sqf_loop *loop)
     close(loop->uring.efd);
 }
 
+/* Cancel wait k of o (one-word waits are cancelled exactly: split.c).
+ * With no room in the submission queue even after a submission (the
+ * kernel refuses work for now), the cancel is owed: a token's wait that is
+ * never cancelled would hold its op for ever, so every reap retries. */
+static void cancel_wait(struct sqf_loop *loop, struct loop_op *o, int k)
+{
+    struct io_uring_sqe *sqe = get_sqe(loop);
+    if (!sqe) {
+        if (!o->b.uring.owed) {
+            o->b.uring.next_owed = loop->uring.owed;
+            loop->uring.owed = o;
+        }
+        o->b.uring.owed |= 1u << k;
+        return;
+    }
+    io_uring_prep_cancel64(sqe, sqf_split_tag(o, k), 0);
+    io_uring_sqe_set_data64(sqe, TAG_CANCEL);
+    io_uring_submit(&loop->uring.ring);
+}
+
+static void pay_owed(struct sqf_loop *loop)
+{
+    struct loop_op *o = loop->uring.owed;
+    loop->uring.owed = NULL;
+    while (o) {
+        struct loop_op *next = o->b.uring.next_owed;
+        unsigned owed = o->b.uring.owed;
+        o->b.uring.owed = 0;
+        for (int k = 0; k < SQF_WAIT_MAX_WORDS; k++)
+            if (owed & (1u << k)) cancel_wait(loop, o, k); /* owed again if no room */
+        o = next;
+    }
+}
+
 static int uring_sleep(struct sqf_loop *loop, struct loop_op *o)
 {
     const struct sqf_sleep *s = &o->sleep;
-    for (int i = 0; i < s->n; i++) {
-        o->b.uring.v[i].val = s->w[i].expected;
-        o->b.uring.v[i].uaddr = (uint64_t)(uintptr_t)s->w[i].word;
-        o->b.uring.v[i].flags = SQF_FUTEX2_SIZE_U32 | (s->w[i].shared ? 0 : SQF_FUTEX2_PRIVATE);
-        o->b.uring.v[i].reserved = 0;
-    }
     bool timed = s->deadline != SQF_FOREVER;
-    /* Both SQEs of a linked pair go in together: with no room for two,
-     * queue nothing (the driver looks again; the queued ones go first). */
-    if (io_uring_sq_space_left(&loop->uring.ring) < 2) io_uring_submit(&loop->uring.ring);
-    if (io_uring_sq_space_left(&loop->uring.ring) < 2) return -EINTR;
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&loop->uring.ring);
-    io_uring_prep_rw(SQF_IORING_OP_FUTEX_WAITV, sqe, 0, o->b.uring.v, (unsigned)s->n, 0);
-    io_uring_sqe_set_data(sqe, o);
-    if (timed) {
+    unsigned need = (unsigned)s->n + timed;
+    /* All of a sleep's SQEs go in together: with no room, queue nothing
+     * (the driver looks again; the queued ones go first). */
+    if (io_uring_sq_space_left(&loop->uring.ring) < need) io_uring_submit(&loop->uring.ring);
+    if (io_uring_sq_space_left(&loop->uring.ring) < need) return -EINTR;
+    sqf_split_begin(o);
+    o->b.uring.owed = 0;
+    struct io_uring_sqe *sqe = NULL;
+    for (int k = 0; k < s->n; k++) { /* the tokens' words, then the primitive's */
+        const struct sqf_wait_word *w = &s->w[k];
+        unsigned flags = SQF_FUTEX2_SIZE_U32 | (w->shared ? 0 : SQF_FUTEX2_PRIVATE);
+        sqe = io_uring_get_sqe(&loop->uring.ring);
+        io_uring_prep_rw(SQF_IORING_OP_FUTEX_WAIT, sqe, (int)flags, w->word, 0, w->expected);
+        sqe->addr3 = SQF_FUTEX_BITSET_ANY;
+        io_uring_sqe_set_data64(sqe, sqf_split_tag(o, k));
+    }
+    if (timed) { /* linked to the last, the primitive's */
         sqe->flags |= IOSQE_IO_LINK;
         o->b.uring.ts.tv_sec = s->deadline / SQF_SEC;
         o->b.uring.ts.tv_nsec = s->deadline % SQF_SEC;
@@ -130,11 +153,7 @@ static int uring_sleep(struct sqf_loop *loop, struct loop_op *o)
 
 static void uring_cancel(struct sqf_loop *loop, struct loop_op *o)
 {
-    struct io_uring_sqe *sqe = get_sqe(loop);
-    if (!sqe) return; /* the request stands: the op stops at its next look */
-    io_uring_prep_cancel(sqe, o, 0);
-    io_uring_sqe_set_data64(sqe, TAG_CANCEL);
-    io_uring_submit(&loop->uring.ring);
+    sqf_split_cancel(loop, o, cancel_wait);
 }
 
 static void uring_reap(struct sqf_loop *loop,
@@ -143,6 +162,7 @@ static void uring_reap(struct sqf_loop *loop,
     uint64_t n;
     /* Anything left queued by a refused submission goes now. */
     if (io_uring_sq_ready(&loop->uring.ring)) io_uring_submit(&loop->uring.ring);
+    pay_owed(loop);
     /* Reset the eventfd first: a completion posted after this read signals
      * it again, so none is left unannounced. */
     while (read(loop->uring.efd, &n, sizeof n) < 0 && errno == EINTR) {
@@ -150,13 +170,11 @@ static void uring_reap(struct sqf_loop *loop,
     struct io_uring_cqe *cqe;
     while (io_uring_peek_cqe(&loop->uring.ring, &cqe) == 0) {
         uint64_t tag = cqe->user_data;
-        int res = cqe->res;
+        int res = cqe->res, how;
         io_uring_cqe_seen(&loop->uring.ring, cqe);
-        if (tag == TAG_TIMEOUT || tag == TAG_CANCEL) continue;
-        /* EAGAIN: a word had changed, nothing was queued.  Anything else:
-         * may have consumed a wake-up on the primitive's word (see the top). */
-        struct loop_op *o = (struct loop_op *)(uintptr_t)tag;
-        done(loop, o, res == -EAGAIN ? res : o->sleep.n - 1);
+        if (tag < 8) continue; /* TAG_TIMEOUT, TAG_CANCEL */
+        struct loop_op *o = (struct loop_op *)(uintptr_t)(tag & ~(uint64_t)7);
+        if (sqf_split_done(loop, o, (int)(tag & 7), res, &how, cancel_wait)) done(loop, o, how);
     }
 }
 

@@ -28,7 +28,11 @@
  * deadline, so the primitive's own deadline checks agree), or deliver a
  * wake-up at the sleeper's deadline (woken, with its deadline passed as it
  * runs).  When nobody can run, the earliest deadline fires; if there
- * is none, the run has deadlocked. */
+ * is none, the run has deadlocked.
+ *
+ * Requests (dsched_submit: an event loop's simulated io_uring futex wait)
+ * sit in the same queues as sleeping threads, and end as io_uring's do
+ * (dsched.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -54,8 +58,9 @@ struct dthread {
     long seq[SQF_WAIT_MAX_WORDS];    /* its place in that queue */
     int nwords;
     sqf_deadline deadline;
-    int woken;  /* the highest index a wake dequeued, or -1 */
-    int result; /* without a wake: -ETIMEDOUT or -EINTR */
+    int woken;            /* the highest index a wake dequeued, or -1 */
+    int result;           /* without a wake: -ETIMEDOUT or -EINTR */
+    const void *awaiting; /* in dsched_await: whose completion it waits for */
 };
 
 static struct {
@@ -65,7 +70,8 @@ static struct {
     struct dsched_opts o;
     long steps, seq;
     int64_t now;
-    long change[8]; /* PCT: steps at which the running thread is demoted */
+    struct dsched_req *reqs; /* live requests: submitted, not yet reaped */
+    long change[8];          /* PCT: steps at which the running thread is demoted */
     int nchange, lowest;
     void (*fn)(int, void *);
     void *arg;
@@ -109,6 +115,41 @@ static void time_out(int i)
     unblock(i, -ETIMEDOUT);
 }
 
+/* Post r's completion (out of its queue); its owner's thread runs if it
+ * awaits one. */
+static void complete(struct dsched_req *r, int res)
+{
+    r->queued = false;
+    r->done = true;
+    r->res = res;
+    r->done_seq = S.seq++;
+    if (r->thread < 0) return; /* submitted outside a run */
+    struct dthread *t = &S.t[r->thread];
+    if (t->state == T_BLOCKED && t->awaiting == r->owner) t->state = T_RUNNABLE;
+}
+
+/* r's linked time-out fires (the clock is at its deadline): it cancels r. */
+static void req_time_out(struct dsched_req *r)
+{
+    if (r->deadline > S.now) S.now = r->deadline;
+    complete(r, -ECANCELED);
+}
+
+/* A queued request with a deadline: the k-th, or with k < 0 the earliest;
+ * *count: how many there are. */
+static struct dsched_req *timed_req(long k, long *count)
+{
+    struct dsched_req *best = NULL;
+    long n = 0;
+    for (struct dsched_req *r = S.reqs; r; r = r->next) {
+        if (!r->queued || r->deadline == SQF_FOREVER) continue;
+        if (n++ == k) best = r;
+        if (k < 0 && (!best || r->deadline < best->deadline)) best = r;
+    }
+    if (count) *count = n;
+    return best;
+}
+
 /* The next thread to run; fails the run on a deadlock. */
 static int pick(void)
 {
@@ -124,10 +165,18 @@ static int pick(void)
                 time_out(i);
         }
     }
+    /* ... and fire a request's linked time-out early. */
+    long ntimed = 0;
+    if (S.o.timeout_rate && S.reqs) timed_req(-1, &ntimed);
+    if (ntimed && rnd() % 1000 < (uint64_t)S.o.timeout_rate)
+        req_time_out(timed_req((long)(rnd() % (uint64_t)ntimed), NULL));
     int run[DSCHED_MAX_THREADS], nrun = 0;
-    for (int i = 0; i < S.n; i++)
-        if (S.t[i].state == T_RUNNABLE) run[nrun++] = i;
-    if (nrun == 0) {
+    for (;;) {
+        for (int i = 0; i < S.n; i++)
+            if (S.t[i].state == T_RUNNABLE) run[nrun++] = i;
+        if (nrun > 0) break;
+        /* Nobody can run: the earliest deadline passes, a thread's or a
+         * request's (whose owner may then run). */
         int first = -1, asleep = 0;
         for (int i = 0; i < S.n; i++)
             if (S.t[i].state == T_BLOCKED) {
@@ -137,6 +186,11 @@ static int pick(void)
                     first = i;
             }
         if (asleep == 0) return -1; /* all done */
+        struct dsched_req *r = timed_req(-1, NULL);
+        if (r && (first < 0 || r->deadline < S.t[first].deadline)) {
+            req_time_out(r);
+            continue;
+        }
         if (first < 0) {
             char who[64] = "";
             for (int i = 0; i < S.n; i++)
@@ -232,6 +286,7 @@ struct dsched_result dsched_run(int n, void (*fn)(int, void *), void *arg, uint6
     S.now = 1000000000000; /* the same start every run: replays are exact */
     S.steps = S.seq = 0;
     S.ndone = 0;
+    S.reqs = NULL; /* a failed run's requests are abandoned with it */
     S.nchange = 0;
     S.lowest = 0;
     if (S.o.pct_depth > 0) {
@@ -246,6 +301,7 @@ struct dsched_result dsched_run(int n, void (*fn)(int, void *), void *arg, uint6
     for (int i = 0; i < n; i++) {
         S.t[i].state = T_RUNNABLE;
         S.t[i].nwords = 0;
+        S.t[i].awaiting = NULL;
         sem_init(&S.t[i].go, 0, 0);
     }
     for (int i = 0; i < n; i++)
@@ -314,24 +370,38 @@ int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shar
     return r >= 0 ? SQF_WAIT_WOKEN : -r;
 }
 
-/* The thread whose entry on `word` queued first (lowest seq), or -1; *j is
- * that entry's index among the thread's words.  A thread woken through
- * another word, or timed out, is still queued here until it runs. */
-static int first_on(sqf_word *word, int *j)
+/* A queue entry found on a word: thread `thread`'s or request `req`'s,
+ * its index j among that waiter's words, its place in the queue. */
+struct entry {
+    int thread;
+    struct dsched_req *req;
+    int j;
+    long seq;
+};
+
+static void consider(struct entry *best, sqf_word *const *words, const bool *queued,
+                     const long *seq, int n, sqf_word *word, long after, int thread,
+                     struct dsched_req *req)
 {
-    int best = -1;
-    long best_seq = 0;
-    for (int i = 0; i < S.n; i++) {
-        if (S.t[i].state == T_DONE) continue;
-        for (int k = 0; k < S.t[i].nwords; k++)
-            if (S.t[i].queued[k] && S.t[i].words[k] == word &&
-                (best < 0 || S.t[i].seq[k] < best_seq)) {
-                best = i;
-                best_seq = S.t[i].seq[k];
-                *j = k;
-            }
-    }
-    return best;
+    for (int k = 0; k < n; k++)
+        if (queued[k] && words[k] == word && seq[k] > after &&
+            (best->seq < 0 || seq[k] < best->seq))
+            *best = (struct entry){thread, req, k, seq[k]};
+}
+
+/* The entry on `word` that queued first after place `after` (FIFO, as the
+ * kernel serves equal priorities).  A thread woken through another word,
+ * or timed out, is still queued here until it runs. */
+static bool first_on(sqf_word *word, long after, struct entry *e)
+{
+    e->seq = -1;
+    for (int i = 0; i < S.n; i++)
+        if (S.t[i].state != T_DONE)
+            consider(e, S.t[i].words, S.t[i].queued, S.t[i].seq, S.t[i].nwords, word, after, i,
+                     NULL);
+    for (struct dsched_req *r = S.reqs; r; r = r->next)
+        consider(e, &r->word, &r->queued, &r->seq, 1, word, after, -1, r);
+    return e->seq >= 0;
 }
 
 /* Dequeue sleeper i's entry j and count it woken: it reports the highest
@@ -350,14 +420,24 @@ static void wake_one(int i, int j)
     if (t->state == T_BLOCKED) t->state = T_RUNNABLE;
 }
 
+/* A wake dequeues entry e and counts it. */
+static void wake_entry(const struct entry *e)
+{
+    if (e->req)
+        complete(e->req, 0);
+    else
+        wake_one(e->thread, e->j);
+}
+
 int sqf_wake(sqf_word *word, int n, bool shared)
 {
     (void)shared;
     if (self < 0 || !S.active) return 0;
     sqf_dsched_point();
-    int woken = 0, i, j = 0;
-    while (woken < n && (i = first_on(word, &j)) >= 0) {
-        wake_one(i, j);
+    int woken = 0;
+    struct entry e = {.seq = -1};
+    while (woken < n && first_on(word, e.seq, &e)) {
+        wake_entry(&e);
         woken++;
     }
     return woken;
@@ -369,17 +449,89 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
     if (self < 0 || !S.active) return -EINTR;
     sqf_dsched_point();
     if (at_peek(from) != expected) return -EAGAIN;
-    int woken = 0, moved = 0, i, j = 0;
-    while (woken < nwake && (i = first_on(from, &j)) >= 0) {
-        wake_one(i, j);
+    int woken = 0, moved = 0;
+    struct entry e = {.seq = -1};
+    while (woken < nwake && first_on(from, e.seq, &e)) {
+        wake_entry(&e);
         woken++;
     }
-    while (moved < nmove && (i = first_on(from, &j)) >= 0) {
-        S.t[i].words[j] = to;
-        S.t[i].seq[j] = S.seq++; /* to the back of `to`'s queue */
+    while (moved < nmove && first_on(from, e.seq, &e)) {
+        long seq = S.seq++; /* to the back of `to`'s queue */
+        if (e.req) {
+            e.req->word = to;
+            e.req->seq = seq;
+        } else {
+            S.t[e.thread].words[e.j] = to;
+            S.t[e.thread].seq[e.j] = seq;
+        }
         moved++;
     }
     return woken + moved;
+}
+
+/* --- requests: a simulated io_uring FUTEX_WAIT (dsched.h) --------------------- */
+
+void dsched_submit(struct dsched_req *r, const void *owner, uint64_t user_data,
+                   const struct sqf_wait_word *w, sqf_deadline deadline)
+{
+    sqf_dsched_point();
+    memset(r, 0, sizeof *r);
+    r->owner = owner;
+    r->thread = self;
+    r->user_data = user_data;
+    r->deadline = deadline;
+    r->next = S.reqs;
+    S.reqs = r;
+    if (self < 0 || !S.active) {
+        complete(r, -EINVAL);
+    } else if (at_peek(w->word) != w->expected) {
+        complete(r, -EAGAIN);
+    } else {
+        r->word = w->word;
+        r->queued = true;
+        r->seq = S.seq++;
+    }
+}
+
+void dsched_cancel(struct dsched_req *r)
+{
+    sqf_dsched_point();
+    if (r->queued) complete(r, -ECANCELED);
+}
+
+static struct dsched_req *completion(const void *owner)
+{
+    struct dsched_req *best = NULL;
+    for (struct dsched_req *r = S.reqs; r; r = r->next)
+        if (r->owner == owner && r->done && (!best || r->done_seq < best->done_seq)) best = r;
+    return best;
+}
+
+struct dsched_req *dsched_reap(const void *owner)
+{
+    sqf_dsched_point();
+    struct dsched_req *r = completion(owner);
+    if (!r) return NULL;
+    for (struct dsched_req **p = &S.reqs; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    r->next = NULL;
+    return r;
+}
+
+void dsched_await(const void *owner)
+{
+    sqf_dsched_point();
+    if (self < 0 || !S.active || completion(owner)) return;
+    struct dthread *t = &S.t[self];
+    t->nwords = 0;
+    t->awaiting = owner;
+    t->deadline = SQF_FOREVER;
+    t->state = T_BLOCKED;
+    switch_to(pick());
+    t->awaiting = NULL;
 }
 
 bool sqf_wait_shared_supported(void)

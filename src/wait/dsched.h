@@ -23,7 +23,10 @@
 #ifndef SQF_SRC_WAIT_DSCHED_H
 #define SQF_SRC_WAIT_DSCHED_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "../wait.h"
 
 #define DSCHED_MAX_THREADS 8
 
@@ -50,6 +53,44 @@ struct dsched_result dsched_run(int n, void (*fn)(int id, void *arg), void *arg,
 
 /* A scheduling point test code may add (say, inside a critical section). */
 void dsched_yield(void);
+
+/* A simulated io_uring IORING_OP_FUTEX_WAIT request on one word: the
+ * event-loop backend of the scheduler's build (src/loop/dsched.c) submits
+ * one where the io_uring backend submits a real one, and completions come
+ * back as the kernel's do: only when the owner reaps them.  A request sits
+ * in the same FIFO queue as sleeping threads.  As in io_uring, it ends
+ * exactly once: a wake that dequeues it completes it with 0 (and counts);
+ * its linked time-out or a cancel that finds it still queued dequeues it
+ * and completes it with -ECANCELED (no wake was spent on it); a word that
+ * no longer holds its value at submission completes it with -EAGAIN.  The
+ * time-out of a request with a deadline fires at a choice of the scheduler
+ * (at the time-out rate) or when nothing else can run.  The fields are the
+ * scheduler's; the owner provides the memory and user_data. */
+struct dsched_req {
+    sqf_word *word;
+    bool queued;
+    long seq; /* its place in the word's queue */
+    sqf_deadline deadline;
+    const void *owner; /* whose completions these are (a loop) */
+    int thread;        /* the submitting thread, which reaps */
+    bool done;         /* the completion is posted */
+    int res;           /* the completion: 0, -ECANCELED, -EAGAIN */
+    long done_seq;     /* completions are reaped in the order posted */
+    uint64_t user_data;
+    struct dsched_req *next;
+};
+
+/* Submit r for owner: sleep on w until a wake, the deadline or a cancel. */
+void dsched_submit(struct dsched_req *r, const void *owner, uint64_t user_data,
+                   const struct sqf_wait_word *w, sqf_deadline deadline);
+/* IORING_OP_ASYNC_CANCEL: ends r with -ECANCELED if it is still queued. */
+void dsched_cancel(struct dsched_req *r);
+/* owner's earliest completion, or NULL if none. */
+struct dsched_req *dsched_reap(const void *owner);
+/* Block until owner has a completion to reap (at once if it has), as a
+ * loop's thread blocks in epoll_wait on the loop's descriptor.  May return
+ * spuriously; a run whose every thread awaits what never comes deadlocks. */
+void dsched_await(const void *owner);
 
 /* The library side (atomic.h, time.c): no-ops outside a run. */
 void sqf_dsched_point(void);
