@@ -15,10 +15,14 @@
  *                   sqf_event, woken by one set: until the last of both ran
  *   eventfd-each    the common C idiom: one eventfd per waiter in the loop's
  *                   epoll set; the waker writes each: k system calls
+ *   uv-async-each   libuv (when built with it): k uv_async_t handles on a
+ *                   uv_loop_t; the waker calls uv_async_send on each (each
+ *                   writes the loop's eventfd: k system calls), and the loop
+ *                   runs their callbacks
  *   threads-event   no loop: k threads in sqf_event_wait (W1's sqf-event, in
  *                   this run): what a thread per waiter costs
  * The loop thread sleeps in poll() (the sqf variants, on sqf_loop_fd) or
- * epoll_wait() (eventfd-each) and runs the callbacks (reads the eventfds)
+ * epoll_wait() (eventfd-each, and uv_run) and runs the callbacks (reads the eventfds)
  * as they come; a run's figure is the time of the last one minus t0, taken
  * just before the wake call.
  *
@@ -34,6 +38,7 @@
 #include <linux/futex.h>
 #include <math.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -46,12 +51,32 @@
 
 #include "sqbench.h"
 
+#ifdef SQB_HAVE_LIBUV
+#include <uv.h>
+#endif
+
 #define L_MAX_RUNS 1000
 #define L_GRACE    60000000000LL /* after the limit: then it is a hang */
 
-enum { V_SQF_EVENT, V_SQF_LATCH, V_FB_EVENT, V_MIXED, V_EVENTFD, V_THREADS, L_NV };
-static const char *const lv[L_NV] = {"sqf-loop-event",  "sqf-loop-latch", "sqf-fallback-event",
-                                     "sqf-mixed-event", "eventfd-each",   "threads-event"};
+enum {
+    V_SQF_EVENT,
+    V_SQF_LATCH,
+    V_FB_EVENT,
+    V_MIXED,
+    V_EVENTFD,
+    V_THREADS,
+#ifdef SQB_HAVE_LIBUV
+    V_UV,
+#endif
+    L_NV
+};
+static const char *const lv[L_NV] = {
+    "sqf-loop-event",  "sqf-loop-latch", "sqf-fallback-event",
+    "sqf-mixed-event", "eventfd-each",   "threads-event",
+#ifdef SQB_HAVE_LIBUV
+    "uv-async-each",
+#endif
+};
 static const int l_default_k[] = {1, 4, 16, 64, 256, 1024};
 
 static struct {
@@ -68,6 +93,11 @@ static struct {
     sqf_latch la;
     int *efds, ep;
     int failed;
+#ifdef SQB_HAVE_LIBUV
+    uv_loop_t uvl;   /* the loop thread's */
+    uv_async_t *uva; /* uv_k handles on it; the waker sends to them */
+    int uv_k, uv_closing;
+#endif
 } L;
 
 static long futex(atomic_uint *w, int op, unsigned val)
@@ -91,11 +121,52 @@ static void on_ready(sqf_loop_op *op, int result, void *arg)
     L.last = sb_now_ns();
 }
 
+#ifdef SQB_HAVE_LIBUV
+static void uv_ready(uv_async_t *h)
+{
+    (void)h;
+    on_ready(NULL, 0, NULL);
+}
+
+static void uv_closed(uv_handle_t *h)
+{
+    (void)h;
+    L.uv_closing--;
+}
+
+/* On the loop thread: k async handles on its uv loop (made once per k). */
+static void uv_handles(int k)
+{
+    if (L.uv_k == k) return;
+    for (int i = 0; i < L.uv_k; i++) {
+        L.uv_closing++;
+        uv_close((uv_handle_t *)&L.uva[i], uv_closed);
+    }
+    while (L.uv_closing > 0)
+        uv_run(&L.uvl, UV_RUN_NOWAIT);
+    free(L.uva);
+    L.uva = NULL;
+    L.uv_k = 0;
+    if (k == 0) return;
+    L.uva = calloc((size_t)k, sizeof *L.uva);
+    if (!L.uva) {
+        L.failed = ENOMEM;
+        return;
+    }
+    for (int i = 0; i < k; i++)
+        if (uv_async_init(&L.uvl, &L.uva[i], uv_ready) != 0) L.failed = EMFILE;
+    L.uv_k = k;
+}
+#endif
+
 /* The loop thread: arm k waits, announce it, sleep until they complete. */
 static void *loop_main(void *arg)
 {
     (void)arg;
     L.tid = (pid_t)syscall(SYS_gettid);
+#ifdef SQB_HAVE_LIBUV
+    if (uv_loop_init(&L.uvl) != 0) L.failed = ENOMEM;
+#endif
     unsigned run = atomic_load(&L.ctrl);
     atomic_store(&L.done, run);
     futex(&L.done, FUTEX_WAKE_PRIVATE, 1);
@@ -104,11 +175,24 @@ static void *loop_main(void *arg)
         while ((c = atomic_load(&L.ctrl)) == run)
             futex(&L.ctrl, FUTEX_WAIT_PRIVATE, run);
         run = c;
-        if (L.quit) return NULL;
+        if (L.quit) {
+#ifdef SQB_HAVE_LIBUV
+            uv_handles(0);
+            uv_loop_close(&L.uvl);
+#endif
+            return NULL;
+        }
         L.count = 0;
         int k = L.k, v = L.variant;
         sqf_loop *lp = v == V_FB_EVENT ? L.fb : L.loop;
-        for (int i = 0; i < k && v != V_EVENTFD; i++) {
+        bool other = v == V_EVENTFD; /* not an sqf loop */
+#ifdef SQB_HAVE_LIBUV
+        if (v == V_UV) {
+            other = true;
+            uv_handles(k);
+        }
+#endif
+        for (int i = 0; i < k && !other; i++) {
             int e =
                 v == V_SQF_LATCH
                     ? sqf_loop_latch_wait(lp, &L.ops[i], &L.la, SQF_FOREVER, NULL, on_ready, NULL)
@@ -118,6 +202,12 @@ static void *loop_main(void *arg)
         atomic_store(&L.armed, run);
         futex(&L.armed, FUTEX_WAKE_PRIVATE, 1);
         while (L.count < k && !L.failed) {
+#ifdef SQB_HAVE_LIBUV
+            if (v == V_UV) {
+                uv_run(&L.uvl, UV_RUN_ONCE);
+                continue;
+            }
+#endif
             if (v == V_EVENTFD) {
                 struct epoll_event got[64];
                 int n = epoll_wait(L.ep, got, 64, -1);
@@ -194,6 +284,11 @@ static double loop_run(int v, int k, const char *what, int *over)
         e = sqf_event_set(&L.ev);
     } else if (v == V_SQF_LATCH) {
         e = sqf_latch_count_down(&L.la, 1);
+#ifdef SQB_HAVE_LIBUV
+    } else if (v == V_UV) {
+        for (int i = 0; i < k; i++)
+            if (uv_async_send(&L.uva[i]) != 0) e = EIO;
+#endif
     } else {
         uint64_t one = 1;
         for (int i = 0; i < k; i++)
@@ -379,7 +474,18 @@ int sb_run_w2(void)
     printf("  %5s", "k");
     for (int v = 0; v < L_NV; v++)
         printf(" | %-21s", lv[v]);
-    printf(" | %-11s | %-11s | %-11s\n", "sqf/eventfd", "sqf/threads", "fb/eventfd");
+    static const int ratio[][2] = {{V_SQF_EVENT, V_EVENTFD},
+                                   {V_SQF_EVENT, V_THREADS},
+                                   {V_FB_EVENT, V_EVENTFD},
+#ifdef SQB_HAVE_LIBUV
+                                   {V_SQF_EVENT, V_UV}
+#endif
+    };
+    static const char *const ratio_name[] = {"sqf/eventfd", "sqf/threads", "fb/eventfd", "sqf/uv"};
+    const int nratio = (int)(sizeof ratio / sizeof ratio[0]);
+    for (int r = 0; r < nratio; r++)
+        printf(" | %-11s", ratio_name[r]);
+    printf("\n");
     for (int i = 0; i < nk; i++) {
         printf("  %5d", ks[i]);
         for (int v = 0; v < L_NV; v++) {
@@ -392,9 +498,7 @@ int sb_run_w2(void)
                 sb_fmt_sum(c, sizeof c, sum[v][i], 1, sum[v][i].med < 100 ? 1 : 0);
             printf(" | %-21s", c);
         }
-        static const int ratio[3][2] = {
-            {V_SQF_EVENT, V_EVENTFD}, {V_SQF_EVENT, V_THREADS}, {V_FB_EVENT, V_EVENTFD}};
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < nratio; r++) {
             double a = sum[ratio[r][0]][i].med, b = sum[ratio[r][1]][i].med;
             char c[32];
             snprintf(c, sizeof c, isfinite(a) && isfinite(b) ? "%.2fx" : "-", a / b);
@@ -405,7 +509,7 @@ int sb_run_w2(void)
     printf("  (microseconds from the wake call until the loop has run the last callback (or the\n"
            "   last thread runs): median [min-max] of %d runs; the waker's system calls: one\n"
            "   futex wake for the sqf variants (plus, on the fallback, one eventfd write), k\n"
-           "   eventfd writes for eventfd-each)\n",
+           "   eventfd writes for eventfd-each, k uv_async_send calls for uv-async-each)\n",
            sb.runs);
     int last = nk - 1;
     double s = sum[V_SQF_EVENT][last].med, efd = sum[V_EVENTFD][last].med,

@@ -11,6 +11,9 @@
  *   eventfd-pair   the common idiom: the thread writes eventfd A and reads
  *                  eventfd B (blocking); the loop epoll_waits on A, reads it
  *                  and writes B
+ *   uv-async       libuv (when built with it): the thread calls
+ *                  uv_async_send and waits on a uv_sem_t; the async handle's
+ *                  callback on the uv loop posts the semaphore
  * Each run lasts --duration (default 0.3 s, quick 0.1 s); the figure is the
  * median of --runs runs, variants interleaved. */
 #include <errno.h>
@@ -25,8 +28,24 @@
 
 #include "sqbench.h"
 
-enum { P_SQF, P_FALLBACK, P_EVENTFD, P_NV };
-static const char *const pv[P_NV] = {"sqf-loop", "sqf-fallback", "eventfd-pair"};
+#ifdef SQB_HAVE_LIBUV
+#include <uv.h>
+#endif
+
+enum {
+    P_SQF,
+    P_FALLBACK,
+    P_EVENTFD,
+#ifdef SQB_HAVE_LIBUV
+    P_UV,
+#endif
+    P_NV
+};
+static const char *const pv[P_NV] = {"sqf-loop", "sqf-fallback", "eventfd-pair",
+#ifdef SQB_HAVE_LIBUV
+                                     "uv-async"
+#endif
+};
 
 #define P_MAX_RUNS 1000
 
@@ -39,7 +58,40 @@ static struct {
     int efd_a, efd_b, ep;
     long loop_rounds;
     int failed;
+#ifdef SQB_HAVE_LIBUV
+    uv_loop_t uvl;
+    uv_async_t ping_async, stop_async;
+    uv_sem_t pong_sem, ready_sem;
+#endif
 } P;
+
+#ifdef SQB_HAVE_LIBUV
+static void uv_on_ping(uv_async_t *h)
+{
+    (void)h;
+    P.loop_rounds++;
+    uv_sem_post(&P.pong_sem);
+}
+
+static void uv_on_stop(uv_async_t *h)
+{
+    (void)h;
+    uv_close((uv_handle_t *)&P.ping_async, NULL);
+    uv_close((uv_handle_t *)&P.stop_async, NULL);
+}
+
+/* The uv loop side: its handles are made on its own thread. */
+static void uv_side(void)
+{
+    if (uv_loop_init(&P.uvl) != 0 || uv_async_init(&P.uvl, &P.ping_async, uv_on_ping) != 0 ||
+        uv_async_init(&P.uvl, &P.stop_async, uv_on_stop) != 0)
+        P.failed = ENOMEM;
+    uv_sem_post(&P.ready_sem);
+    if (P.failed) return;
+    uv_run(&P.uvl, UV_RUN_DEFAULT); /* until the stop closes both handles */
+    uv_loop_close(&P.uvl);
+}
+#endif
 
 static void on_ping(sqf_loop_op *op, int result, void *arg)
 {
@@ -60,6 +112,12 @@ static void on_ping(sqf_loop_op *op, int result, void *arg)
 static void *loop_side(void *arg)
 {
     (void)arg;
+#ifdef SQB_HAVE_LIBUV
+    if (P.variant == P_UV) {
+        uv_side();
+        return NULL;
+    }
+#endif
     if (P.variant == P_EVENTFD) {
         while (!atomic_load(&P.stop)) {
             struct epoll_event ev;
@@ -94,9 +152,14 @@ static double run_once(int v, double seconds, const char *what)
     atomic_store(&P.stop, 0);
     sqf_sem_init(&P.ping, 0, 0, SQF_PRIVATE);
     sqf_sem_init(&P.pong, 0, 0, SQF_PRIVATE);
-    if (v != P_EVENTFD) {
+    if (v == P_SQF || v == P_FALLBACK) {
         int e = sqf_loop_create(&P.loop, v == P_SQF ? SQF_LOOP_URING : SQF_LOOP_FALLBACK);
         if (e) sb_fail("%s: sqf_loop_create: %s", what, strerror(e));
+#ifdef SQB_HAVE_LIBUV
+    } else if (v == P_UV) {
+        if (uv_sem_init(&P.pong_sem, 0) != 0 || uv_sem_init(&P.ready_sem, 0) != 0)
+            sb_fail("%s: uv_sem_init failed", what);
+#endif
     } else {
         P.efd_a = eventfd(0, EFD_CLOEXEC);
         P.efd_b = eventfd(0, EFD_CLOEXEC);
@@ -108,6 +171,12 @@ static double run_once(int v, double seconds, const char *what)
     }
     pthread_t t;
     if (sb_spawn(&t, loop_side, NULL) != 0) sb_fail("%s: cannot start the loop thread", what);
+#ifdef SQB_HAVE_LIBUV
+    if (v == P_UV) {
+        uv_sem_wait(&P.ready_sem); /* the handles exist */
+        if (P.failed) sb_fail("%s: the uv loop could not start", what);
+    }
+#endif
     long rounds = 0;
     int64_t t0 = sb_now_ns(), stop = t0 + (int64_t)(seconds * 1e9), t1;
     while ((t1 = sb_now_ns()) < stop && !P.failed) {
@@ -115,6 +184,11 @@ static double run_once(int v, double seconds, const char *what)
             uint64_t x = 1;
             if (write(P.efd_a, &x, sizeof x) != sizeof x || read(P.efd_b, &x, sizeof x) != sizeof x)
                 sb_fail("%s: eventfd: %s", what, strerror(errno));
+#ifdef SQB_HAVE_LIBUV
+        } else if (v == P_UV) {
+            uv_async_send(&P.ping_async);
+            uv_sem_wait(&P.pong_sem);
+#endif
         } else {
             sqf_sem_release(&P.ping, 1);
             if (sqf_sem_timedacquire(&P.pong, sqf_after(10 * SQF_SEC)) != 0)
@@ -123,15 +197,23 @@ static double run_once(int v, double seconds, const char *what)
         rounds++;
     }
     atomic_store(&P.stop, 1);
+#ifdef SQB_HAVE_LIBUV
+    if (v == P_UV) uv_async_send(&P.stop_async);
+#endif
+    pthread_join(t, NULL);
     if (v == P_EVENTFD) {
-        pthread_join(t, NULL);
         close(P.efd_a);
         close(P.efd_b);
         close(P.ep);
-    } else {
-        pthread_join(t, NULL);
+    } else if (v == P_SQF || v == P_FALLBACK) {
         sqf_loop_destroy(P.loop);
     }
+#ifdef SQB_HAVE_LIBUV
+    if (v == P_UV) {
+        uv_sem_destroy(&P.pong_sem);
+        uv_sem_destroy(&P.ready_sem);
+    }
+#endif
     if (P.failed) sb_fail("%s: the loop side failed (%s)", what, strerror(P.failed));
     return (double)rounds / ((double)(t1 - t0) / 1e9);
 }
