@@ -16,7 +16,7 @@ PACKAGES=(
     clang-format                   # the project's formatting
     libck-dev                      # Concurrency Kit: the MCS lock compared in sqbench C1/C2
     liburing-dev                   # io_uring: the event-loop backend (sqf_loop)
-    libuv1-dev                     # libuv: examples/loop_libuv.c
+    libuv1-dev                     # libuv: examples/loop_libuv.c, sqbench W2 peers
     python3-matplotlib             # sqbench plots
     git ca-certificates
 )

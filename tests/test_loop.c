@@ -330,6 +330,35 @@ static void test_locks(void)
     CHECK_EQ(sqf_cond_destroy(&cv), 0);
 }
 
+/* The descriptor: not readable while nothing has completed, readable once
+ * a wait has (a thread's release), and not readable again once dispatch has
+ * taken it (level-triggered, as loop.h says). */
+static int readable(int wait_ms)
+{
+    struct pollfd p = {sqf_loop_fd(loop), POLLIN, 0};
+    return poll(&p, 1, wait_ms) == 1 && (p.revents & POLLIN);
+}
+
+static void test_fd(void)
+{
+    sqf_sem s;
+    sqf_sem_init(&s, 0, 0, SQF_PRIVATE);
+    int before = done;
+    CHECK(!readable(0));
+    CHECK_EQ(sqf_loop_sem_acquire(loop, &ops[0], &s, SQF_FOREVER, NULL, cb, &ops[0]), EINPROGRESS);
+    CHECK(!readable(20)); /* pending, not completed */
+    struct later l;
+    after_a_while(&l, do_release, &s);
+    CHECK(readable(5000));
+    CHECK(readable(0)); /* still: nothing dispatched yet */
+    CHECK_EQ(sqf_loop_dispatch(loop), 1);
+    CHECK_EQ(done, before + 1);
+    CHECK_EQ(results[0], 0);
+    CHECK(!readable(0));
+    join(&l);
+    CHECK_EQ(sqf_sem_destroy(&s), 0);
+}
+
 /* Every test above on one backend (flags: SQF_LOOP_URING or
  * SQF_LOOP_FALLBACK).  Returns 0, or 77 if that backend cannot run here. */
 static int on_backend(unsigned flags, const char *name)
@@ -349,6 +378,7 @@ static int on_backend(unsigned flags, const char *name)
     test_give_up();
     test_locks();
     test_destroy_in_callback();
+    test_fd();
     CHECK_EQ(sqf_loop_destroy(loop), 0);
     printf("test_loop: the %s backend checked\n", name);
     return 0;

@@ -154,8 +154,10 @@ SQF_API int sqf_loop_create(sqf_loop **out, unsigned flags);
 SQF_API int sqf_loop_destroy(sqf_loop *loop);
 
 /** A file descriptor that becomes readable when completions are ready to be
- *  dispatched (an eventfd: level-triggered, reset by sqf_loop_dispatch).
- *  Watch it with any event loop; do not read or close it.  -1 for NULL. */
+ *  dispatched (level-triggered: readable until sqf_loop_dispatch has taken
+ *  them; the io_uring ring's own descriptor, or on the fallback an epoll
+ *  set).  Watch it for input with any event loop; do not read, write or
+ *  close it.  -1 for NULL. */
 SQF_API int sqf_loop_fd(sqf_loop *loop);
 
 /** Run the callbacks of the waits that have completed, without blocking.

@@ -115,7 +115,6 @@ struct sqf_loop {
 #ifdef SQF_HAVE_URING
     struct {
         struct io_uring ring;
-        int efd;
         struct loop_op *owed; /* ops with cancels not yet submitted */
     } uring;
 #endif

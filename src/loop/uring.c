@@ -8,13 +8,13 @@
  *
  * The futex opcodes are newer than Debian 12's liburing (2.3) and kernel
  * headers: defined here, and probed at run time (IORING_REGISTER_PROBE).
- * No IORING_SETUP_DEFER_TASKRUN: its completions would not signal the
- * eventfd that the loop's users watch until the ring is entered.
+ * The loop's descriptor is the ring's: readable (POLLIN) while completions
+ * wait in it.  No IORING_SETUP_DEFER_TASKRUN: with it, the completions of
+ * the futex waits would not be posted, and the descriptor would not become
+ * readable, until the loop's thread entered the ring.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "loop_impl.h"
 
@@ -64,21 +64,15 @@ static int uring_create(struct sqf_loop *loop)
         io_uring_queue_exit(&loop->uring.ring);
         return ENOTSUP;
     }
-    loop->uring.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (loop->uring.efd < 0 || io_uring_register_eventfd(&loop->uring.ring, loop->uring.efd) < 0) {
-        e = loop->uring.efd < 0 ? errno : ENOTSUP;
-        if (loop->uring.efd >= 0) close(loop->uring.efd);
-        io_uring_queue_exit(&loop->uring.ring);
-        return e;
-    }
-    loop->fd = loop->uring.efd;
+    /* The ring's own descriptor is readable while completions wait in it:
+     * no eventfd to signal per completion, none to read per dispatch. */
+    loop->fd = loop->uring.ring.ring_fd;
     return 0;
 }
 
 static void uring_destroy(struct sqf_loop *loop)
 {
     io_uring_queue_exit(&loop->uring.ring);
-    close(loop->uring.efd);
 }
 
 /* Cancel wait k of o (one-word waits are cancelled exactly: split.c).
@@ -159,14 +153,11 @@ static void uring_cancel(struct sqf_loop *loop, struct loop_op *o)
 static void uring_reap(struct sqf_loop *loop,
                        void (*done)(struct sqf_loop *, struct loop_op *, int))
 {
-    uint64_t n;
     /* Anything left queued by a refused submission goes now. */
     if (io_uring_sq_ready(&loop->uring.ring)) io_uring_submit(&loop->uring.ring);
     pay_owed(loop);
-    /* Reset the eventfd first: a completion posted after this read signals
-     * it again, so none is left unannounced. */
-    while (read(loop->uring.efd, &n, sizeof n) < 0 && errno == EINTR) {
-    }
+    /* The ring's descriptor stays readable while any completion is left in
+     * it (level-triggered), and each new one wakes its watchers again. */
     struct io_uring_cqe *cqe;
     while (io_uring_peek_cqe(&loop->uring.ring, &cqe) == 0) {
         uint64_t tag = cqe->user_data;
