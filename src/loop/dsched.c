@@ -24,7 +24,7 @@ static void ds_destroy(struct sqf_loop *loop)
 static int ds_sleep(struct sqf_loop *loop, struct loop_op *o)
 {
     const struct sqf_sleep *s = &o->sleep;
-    sqf_split_begin(o);
+    if (sqf_split_begin(loop, o)) return 0; /* it shares a wait in flight */
     for (int k = 0; k < s->n; k++)
         dsched_submit(&o->b.ds[k], loop, sqf_split_tag(o, k), &s->w[k],
                       k == s->n - 1 ? s->deadline : SQF_FOREVER);
@@ -45,11 +45,9 @@ static void ds_cancel(struct sqf_loop *loop, struct loop_op *o)
 static void ds_reap(struct sqf_loop *loop, void (*done)(struct sqf_loop *, struct loop_op *, int))
 {
     struct dsched_req *r;
-    int how;
     while ((r = dsched_reap(loop)) != NULL) {
         struct loop_op *o = (struct loop_op *)(uintptr_t)(r->user_data & ~(uint64_t)7);
-        if (sqf_split_done(loop, o, (int)(r->user_data & 7), r->res, &how, cancel_wait))
-            done(loop, o, how);
+        sqf_split_complete(loop, o, (int)(r->user_data & 7), r->res, cancel_wait, done);
     }
 }
 

@@ -43,6 +43,10 @@ struct loop_op {
         int prim;           /* the primitive's wait's result (1: none yet) */
         int tok;            /* the highest token word whose wait fired, or -1 */
         bool ending;        /* the sleep is over once all are back */
+        /* Sharing one wait (split.c): a follower's leader; a leader's
+         * followers (FIFO) and its place in the loop's table. */
+        struct loop_op *leader, *followers, *last, *next;
+        bool open; /* a leader in the table, taking followers */
     } split;
     union {
         struct {
@@ -65,20 +69,25 @@ struct loop_op {
 };
 
 /* A sleep as one-word futex waits, for the backends whose waits are
- * io_uring's (uring.c, and its simulation dsched.c): see split.c for why.
- * A wait's user_data is the op's address with the word's index in the low
- * three bits (an op is 8-aligned, and a sleep has at most 8 words). */
+ * io_uring's (uring.c, and its simulation dsched.c): see split.c for why,
+ * and for how a loop's untimed, untokened sleeps on the same word share one
+ * wait.  A wait's user_data is the op's address with the word's index in
+ * the low three bits (an op is 8-aligned, and a sleep has at most 8
+ * words). */
 struct sqf_loop;
-void sqf_split_begin(struct loop_op *o);
-/* Wait k of o's sleep ended with res (0, -ECANCELED, -EAGAIN...).  Calls
- * cancel(loop, o, j) for the waits still in flight once the sleep is
- * decided; returns true when the last is back, with *how as sqf_wait_any
- * would report it. */
-bool sqf_split_done(struct sqf_loop *loop, struct loop_op *o, int k, int res, int *how,
-                    void (*cancel)(struct sqf_loop *, struct loop_op *, int k));
-/* sqf_loop_cancel: end the primitive's wait (the rest follows). */
-void sqf_split_cancel(struct sqf_loop *loop, struct loop_op *o,
-                      void (*cancel)(struct sqf_loop *, struct loop_op *, int k));
+typedef void (*sqf_split_cancel_fn)(struct sqf_loop *, struct loop_op *, int k);
+typedef void (*sqf_split_done_fn)(struct sqf_loop *, struct loop_op *, int how);
+/* Before o's sleep is submitted: true if o joined a wait in flight (submit
+ * nothing); else o's waits are set up, to be submitted now. */
+bool sqf_split_begin(struct sqf_loop *loop, struct loop_op *o);
+/* Wait k of o ended with res (0, -ECANCELED, -EAGAIN...).  Cancels the
+ * waits still in flight once the sleep is decided; when the last is back,
+ * calls done() for o and for every op that shared its wait, with how each
+ * sleep ended as sqf_wait_any would report it. */
+void sqf_split_complete(struct sqf_loop *loop, struct loop_op *o, int k, int res,
+                        sqf_split_cancel_fn cancel, sqf_split_done_fn done);
+/* sqf_loop_cancel: end o's sleep (through the primitive's wait). */
+void sqf_split_cancel(struct sqf_loop *loop, struct loop_op *o, sqf_split_cancel_fn cancel);
 static inline uint64_t sqf_split_tag(const struct loop_op *o, int k)
 {
     return (uint64_t)(uintptr_t)o | (unsigned)k;
@@ -106,12 +115,15 @@ extern const struct loop_backend sqf_loop_uring, sqf_loop_fallback;
 extern const struct loop_backend sqf_loop_dsched;
 #endif
 
+#define SQF_SPLIT_BUCKETS 64
+
 struct sqf_loop {
     const struct loop_backend *be;
-    int fd;           /* what sqf_loop_fd returns */
-    unsigned pending; /* ops whose callback has not run */
-    int ran;          /* callbacks run by the dispatch in progress */
-    int dispatching;  /* dispatches in progress (callbacks may dispatch) */
+    struct loop_op *shared[SQF_SPLIT_BUCKETS]; /* split.c: open leaders, by word */
+    int fd;                                    /* what sqf_loop_fd returns */
+    unsigned pending;                          /* ops whose callback has not run */
+    int ran;                                   /* callbacks run by the dispatch in progress */
+    int dispatching;                           /* dispatches in progress (callbacks may dispatch) */
 #ifdef SQF_HAVE_URING
     struct {
         struct io_uring ring;

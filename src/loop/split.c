@@ -22,23 +22,94 @@
  * fired, else EAGAIN, else EINTR (a time-out or sqf_loop_cancel: the
  * driver's checks before the next sleep say which).  A wait with tokens
  * costs one more submission per token word; a plain wait, one.
+ *
+ * Sharing.  k loop waits on one event would be k kernel waits, and a
+ * wake-all would complete k io_uring requests, each as task work on the
+ * loop's thread.  So an untimed sleep without tokens on the same word, for
+ * the same value, as a wait this loop already has in flight (the leader's)
+ * joins it as a follower and submits nothing: the leader's completion ends
+ * every member's sleep alike.  It joins only while the word still holds
+ * the value, so joining is what its own FUTEX_WAIT would have been, queued
+ * at the leader's place (earlier than its own would be): a wake that
+ * reaches the leader reaches it; one that the leader had already taken
+ * reaches it as a spurious wake-up.  A wake meant for one waiter wakes the
+ * whole group, and each member's step takes what it finds or sleeps again,
+ * as after any spurious wake-up (the group is the loop's waiters on one
+ * word: a herd only within one loop, never across threads).  A member's
+ * cancel ends the shared wait (the others look again and regroup).
  */
 #define _GNU_SOURCE
+#include "../atomic.h"
 #include "loop_impl.h"
 
 _Static_assert(SQF_WAIT_MAX_WORDS <= 8, "the word's index must fit in user_data's low 3 bits");
 _Static_assert(_Alignof(sqf_loop_op) >= 8, "user_data's low 3 bits must be free");
 
-void sqf_split_begin(struct loop_op *o)
+static unsigned bucket(const sqf_word *w)
 {
+    uint64_t h = (uint64_t)(uintptr_t)w * 0x9e3779b97f4a7c15u;
+    return (unsigned)(h >> 58) % SQF_SPLIT_BUCKETS;
+}
+
+/* A sleep that may share a wait: one word (no tokens), no deadline. */
+static bool shareable(const struct loop_op *o)
+{
+    return o->sleep.n == 1 && o->sleep.deadline == SQF_FOREVER;
+}
+
+static bool same_wait(const struct sqf_wait_word *a, const struct sqf_wait_word *b)
+{
+    return a->word == b->word && a->expected == b->expected && a->shared == b->shared;
+}
+
+/* Take leader o out of the table: it takes no more followers. */
+static void close_leader(struct sqf_loop *loop, struct loop_op *o)
+{
+    if (!o->split.open) return;
+    o->split.open = false;
+    struct loop_op **p = &loop->shared[bucket(o->sleep.w[0].word)];
+    while (*p && *p != o)
+        p = &(*p)->split.next;
+    if (*p) *p = o->split.next;
+}
+
+bool sqf_split_begin(struct sqf_loop *loop, struct loop_op *o)
+{
+    o->split.leader = NULL;
+    if (shareable(o)) {
+        const struct sqf_wait_word *w = &o->sleep.w[0];
+        for (struct loop_op *l = loop->shared[bucket(w->word)]; l; l = l->split.next) {
+            if (!same_wait(&l->sleep.w[0], w)) continue;
+            if (at_load(w->word, SC) != w->expected) break; /* its own wait: EAGAIN */
+            o->split.leader = l;
+            o->split.next = NULL;
+            o->split.out = 0;
+            if (l->split.last)
+                l->split.last->split.next = o;
+            else
+                l->split.followers = o;
+            l->split.last = o;
+            return true;
+        }
+    }
     o->split.out = (1u << o->sleep.n) - 1;
     o->split.prim = 1;
     o->split.tok = -1;
     o->split.ending = false;
+    o->split.followers = o->split.last = NULL;
+    o->split.open = false;
+    if (shareable(o)) {
+        unsigned b = bucket(o->sleep.w[0].word);
+        o->split.next = loop->shared[b];
+        loop->shared[b] = o;
+        o->split.open = true;
+    }
+    return false;
 }
 
-bool sqf_split_done(struct sqf_loop *loop, struct loop_op *o, int k, int res, int *how,
-                    void (*cancel)(struct sqf_loop *, struct loop_op *, int k))
+/* Wait k of o is back with res: true when o's sleep is over, with *how. */
+static bool decide(struct sqf_loop *loop, struct loop_op *o, int k, int res, int *how,
+                   sqf_split_cancel_fn cancel)
 {
     int n = o->sleep.n;
     o->split.out &= ~(1u << k);
@@ -60,9 +131,30 @@ bool sqf_split_done(struct sqf_loop *loop, struct loop_op *o, int k, int res, in
     return true;
 }
 
-void sqf_split_cancel(struct sqf_loop *loop, struct loop_op *o,
-                      void (*cancel)(struct sqf_loop *, struct loop_op *, int k))
+void sqf_split_complete(struct sqf_loop *loop, struct loop_op *o, int k, int res,
+                        sqf_split_cancel_fn cancel, sqf_split_done_fn done)
 {
+    int how;
+    if (!decide(loop, o, k, res, &how, cancel)) return;
+    /* Out of the table before any callback runs (a member may sleep
+     * again at once, and lead a new group); members in arrival order. */
+    close_leader(loop, o);
+    struct loop_op *f = o->split.followers;
+    o->split.followers = o->split.last = NULL;
+    done(loop, o, how);
+    while (f) {
+        struct loop_op *next = f->split.next; /* f's callback may reuse f */
+        f->split.leader = NULL;
+        done(loop, f, how);
+        f = next;
+    }
+}
+
+void sqf_split_cancel(struct sqf_loop *loop, struct loop_op *o, sqf_split_cancel_fn cancel)
+{
+    if (o->split.leader) o = o->split.leader; /* a follower: end the shared wait */
     int p = o->sleep.n - 1;
-    if (!o->split.ending && (o->split.out & (1u << p))) cancel(loop, o, p);
+    if (o->split.ending || !(o->split.out & (1u << p))) return;
+    close_leader(loop, o);
+    cancel(loop, o, p);
 }

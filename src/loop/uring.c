@@ -118,7 +118,7 @@ static int uring_sleep(struct sqf_loop *loop, struct loop_op *o)
      * (the driver looks again; the queued ones go first). */
     if (io_uring_sq_space_left(&loop->uring.ring) < need) io_uring_submit(&loop->uring.ring);
     if (io_uring_sq_space_left(&loop->uring.ring) < need) return -EINTR;
-    sqf_split_begin(o);
+    if (sqf_split_begin(loop, o)) return 0; /* it shares a wait in flight */
     o->b.uring.owed = 0;
     struct io_uring_sqe *sqe = NULL;
     for (int k = 0; k < s->n; k++) { /* the tokens' words, then the primitive's */
@@ -161,11 +161,11 @@ static void uring_reap(struct sqf_loop *loop,
     struct io_uring_cqe *cqe;
     while (io_uring_peek_cqe(&loop->uring.ring, &cqe) == 0) {
         uint64_t tag = cqe->user_data;
-        int res = cqe->res, how;
+        int res = cqe->res;
         io_uring_cqe_seen(&loop->uring.ring, cqe);
         if (tag < 8) continue; /* TAG_TIMEOUT, TAG_CANCEL */
         struct loop_op *o = (struct loop_op *)(uintptr_t)(tag & ~(uint64_t)7);
-        if (sqf_split_done(loop, o, (int)(tag & 7), res, &how, cancel_wait)) done(loop, o, how);
+        sqf_split_complete(loop, o, (int)(tag & 7), res, cancel_wait, done);
     }
 }
 
