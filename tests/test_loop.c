@@ -208,6 +208,54 @@ static void test_woken(void)
     CHECK_EQ(sqf_barrier_destroy(&b), 0);
 }
 
+/* Several waits of one loop on one word (on io_uring they share one
+ * kernel wait): cancelling one, first or later, leaves the others
+ * waiting; a release of one permit completes exactly one of them, and
+ * nothing is lost or duplicated. */
+static void test_shared(void)
+{
+    sqf_sem s;
+    sqf_event e;
+    sqf_sem_init(&s, 0, 0, SQF_PRIVATE);
+    sqf_event_init(&e, SQF_PRIVATE);
+    int base = done;
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(sqf_loop_event_wait(loop, &ops[i], &e, SQF_FOREVER, NULL, CB(i)), EINPROGRESS);
+    for (int i = 4; i < 8; i++)
+        CHECK_EQ(sqf_loop_sem_acquire(loop, &ops[i], &s, SQF_FOREVER, NULL, CB(i)), EINPROGRESS);
+    CHECK_EQ(sqf_loop_cancel(loop, &ops[0]), 0); /* the first to wait */
+    CHECK_EQ(sqf_loop_cancel(loop, &ops[2]), 0); /* a later one */
+    CHECK_EQ(sqf_loop_cancel(loop, &ops[5]), 0);
+    run_until(base + 3);
+    CHECK_EQ(results[0], ECANCELED);
+    CHECK_EQ(results[2], ECANCELED);
+    CHECK_EQ(results[5], ECANCELED);
+    CHECK_EQ(sqf_loop_pending(loop), 5);
+    results[1] = results[3] = -1;
+    struct later l;
+    after_a_while(&l, do_set, &e);
+    run_until(base + 5);
+    join(&l);
+    CHECK_EQ(results[1], 0);
+    CHECK_EQ(results[3], 0);
+    /* sem: 3 waits left (4, 6, 7); one permit, then two. */
+    for (int i = 4; i < 8; i++)
+        if (i != 5) results[i] = -1;
+    after_a_while(&l, do_release, &s);
+    run_until(base + 6);
+    join(&l);
+    CHECK_EQ(sqf_loop_pending(loop), 2);
+    CHECK_EQ(sqf_sem_release(&s, 2), 0);
+    run_until(base + 8);
+    for (int i = 4; i < 8; i++)
+        if (i != 5) CHECK_EQ(results[i], 0);
+    unsigned v = 9;
+    sqf_sem_getvalue(&s, &v);
+    CHECK_EQ(v, 0);
+    CHECK_EQ(sqf_sem_destroy(&s), 0);
+    CHECK_EQ(sqf_event_destroy(&e), 0);
+}
+
 static void test_give_up(void)
 {
     int base = done;
@@ -379,6 +427,7 @@ static int on_backend(unsigned flags, const char *name)
     test_locks();
     test_destroy_in_callback();
     test_fd();
+    test_shared();
     CHECK_EQ(sqf_loop_destroy(loop), 0);
     printf("test_loop: the %s backend checked\n", name);
     return 0;

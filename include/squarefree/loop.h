@@ -88,7 +88,12 @@
  * the loop entries after them: while threads keep sleeping on the same
  * word, a loop's wait there can be passed over (the starvation hand-off
  * goes to the first sleeper the wake finds), so the bound holds only for
- * io_uring.  A loop task consumes a hand-off (a mutex's unlock_fair or
+ * io_uring.  With io_uring, a loop's untimed waits without a token on the
+ * same word share one kernel wait (see Wake-ups): they are queued at the
+ * place of the first of them, and a wake that reaches it wakes them all;
+ * each then takes what it finds (a permit, the lock) or waits again, so a
+ * wake meant for one is a herd inside that loop, never across threads.
+ * A loop task consumes a hand-off (a mutex's unlock_fair or
  * starvation hand-off, a writer's turn) when its wait completes, but takes
  * ownership only at the next dispatch: keep dispatches prompt (a loop that
  * is busy for long delays the hand-off as a descheduled thread would).
@@ -96,9 +101,13 @@
  * Wake-ups: the releaser's cost does not change with io_uring (one
  * FUTEX_WAKE, whatever mix waits); on the fallback it adds a walk of the
  * table's bucket and one eventfd write per loop it hands waits to, however
- * many.  The loop makes one system call per wait that must sleep with
- * io_uring (the submission; none on the fallback), none per completion
- * beyond its dispatch; a wait that completes at once makes none.
+ * many.  With io_uring, a loop's untimed waits without a token that sleep
+ * on the same word for the same value share ONE kernel wait, so waking k
+ * of them completes one request, and its dispatch runs k callbacks.  The
+ * loop makes one system call per kernel wait it starts (the submission;
+ * none for a wait that joins one, none on the fallback), none per
+ * completion beyond its dispatch; a wait that completes at once makes
+ * none.
  *
  * Signals: with io_uring, the kernel delivers each completion to the loop's
  * thread as task work, which interrupts a blocking system call of that
