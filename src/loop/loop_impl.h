@@ -51,8 +51,11 @@ struct loop_op {
     union {
         struct {
             struct __kernel_timespec ts;
-            unsigned owed;             /* cancels not yet submitted (bit k: wait k) */
-            struct loop_op *next_owed; /* the loop's list of ops owed cancels */
+            unsigned owed;               /* cancels not yet submitted (bit k: wait k) */
+            bool parked;                 /* its sleep is not yet submitted */
+            bool parked_cancel;          /* ... and sqf_loop_cancel asked to end it */
+            bool listed;                 /* on the loop's backlog */
+            struct loop_op *prev, *next; /* the loop's backlog (uring.c) */
         } uring;
         struct {
             struct sqf_table_waiter tw;  /* queued in the table while asleep */
@@ -127,7 +130,7 @@ struct sqf_loop {
 #ifdef SQF_HAVE_URING
     struct {
         struct io_uring ring;
-        struct loop_op *owed; /* ops with cancels not yet submitted */
+        struct loop_op *backlog; /* ops with work the kernel refused for now */
     } uring;
 #endif
     struct {

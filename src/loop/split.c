@@ -36,7 +36,12 @@
  * whole group, and each member's step takes what it finds or sleeps again,
  * as after any spurious wake-up (the group is the loop's waiters on one
  * word: a herd only within one loop, never across threads).  A member's
- * cancel ends the shared wait (the others look again and regroup).
+ * cancel ends the shared wait (the others look again and regroup).  A
+ * cond's broadcast may requeue a leader's wait onto the mutex's word while
+ * its group is still open under the cond's word and value; a member that
+ * joins then is served through the mutex's unlock chain, later than its
+ * own wait would have been, as a thread arriving at that moment is: late,
+ * never lost.
  */
 #define _GNU_SOURCE
 #include "../atomic.h"
@@ -141,10 +146,13 @@ void sqf_split_complete(struct sqf_loop *loop, struct loop_op *o, int k, int res
     close_leader(loop, o);
     struct loop_op *f = o->split.followers;
     o->split.followers = o->split.last = NULL;
+    /* No member may point at o once o's callback can run (it may free o,
+     * or cancel a member, which would follow the pointer). */
+    for (struct loop_op *m = f; m; m = m->split.next)
+        m->split.leader = NULL;
     done(loop, o, how);
     while (f) {
         struct loop_op *next = f->split.next; /* f's callback may reuse f */
-        f->split.leader = NULL;
         done(loop, f, how);
         f = next;
     }

@@ -75,19 +75,42 @@ static void uring_destroy(struct sqf_loop *loop)
     io_uring_queue_exit(&loop->uring.ring);
 }
 
-/* Cancel wait k of o (one-word waits are cancelled exactly: split.c).
- * With no room in the submission queue even after a submission (the
- * kernel refuses work for now), the cancel is owed: a token's wait that is
- * never cancelled would hold its op for ever, so every reap retries. */
+/* The backlog: ops with work that found no room in the submission queue
+ * even after a submission (the kernel refusing work for the moment, as
+ * with a completion queue in overflow): cancels owed, and sleeps not yet
+ * submitted.  Each reap retries them first.  Neither may be dropped: a
+ * token's wait never cancelled would hold its op for ever, and a sleep
+ * retried at once would spin on the loop's thread, which alone can reap
+ * the completions that make room.  An op leaves the backlog as soon as it
+ * owes nothing, before its sleep can end (so before its callback). */
+static void backlog_add(struct sqf_loop *loop, struct loop_op *o)
+{
+    if (o->b.uring.listed) return;
+    o->b.uring.listed = true;
+    o->b.uring.prev = NULL;
+    o->b.uring.next = loop->uring.backlog;
+    if (loop->uring.backlog) loop->uring.backlog->b.uring.prev = o;
+    loop->uring.backlog = o;
+}
+
+static void backlog_drop(struct sqf_loop *loop, struct loop_op *o)
+{
+    if (!o->b.uring.listed || o->b.uring.owed || o->b.uring.parked) return;
+    o->b.uring.listed = false;
+    if (o->b.uring.prev)
+        o->b.uring.prev->b.uring.next = o->b.uring.next;
+    else
+        loop->uring.backlog = o->b.uring.next;
+    if (o->b.uring.next) o->b.uring.next->b.uring.prev = o->b.uring.prev;
+}
+
+/* Cancel wait k of o (one-word waits are cancelled exactly: split.c). */
 static void cancel_wait(struct sqf_loop *loop, struct loop_op *o, int k)
 {
     struct io_uring_sqe *sqe = get_sqe(loop);
     if (!sqe) {
-        if (!o->b.uring.owed) {
-            o->b.uring.next_owed = loop->uring.owed;
-            loop->uring.owed = o;
-        }
         o->b.uring.owed |= 1u << k;
+        backlog_add(loop, o);
         return;
     }
     io_uring_prep_cancel64(sqe, sqf_split_tag(o, k), 0);
@@ -95,31 +118,20 @@ static void cancel_wait(struct sqf_loop *loop, struct loop_op *o, int k)
     io_uring_submit(&loop->uring.ring);
 }
 
-static void pay_owed(struct sqf_loop *loop)
-{
-    struct loop_op *o = loop->uring.owed;
-    loop->uring.owed = NULL;
-    while (o) {
-        struct loop_op *next = o->b.uring.next_owed;
-        unsigned owed = o->b.uring.owed;
-        o->b.uring.owed = 0;
-        for (int k = 0; k < SQF_WAIT_MAX_WORDS; k++)
-            if (owed & (1u << k)) cancel_wait(loop, o, k); /* owed again if no room */
-        o = next;
-    }
-}
-
 static int uring_sleep(struct sqf_loop *loop, struct loop_op *o)
 {
     const struct sqf_sleep *s = &o->sleep;
     bool timed = s->deadline != SQF_FOREVER;
     unsigned need = (unsigned)s->n + timed;
-    /* All of a sleep's SQEs go in together: with no room, queue nothing
-     * (the driver looks again; the queued ones go first). */
+    /* All of a sleep's SQEs go in together: with no room, park the sleep
+     * until the next reap (the op is in flight meanwhile). */
     if (io_uring_sq_space_left(&loop->uring.ring) < need) io_uring_submit(&loop->uring.ring);
-    if (io_uring_sq_space_left(&loop->uring.ring) < need) return -EINTR;
+    if (io_uring_sq_space_left(&loop->uring.ring) < need) {
+        o->b.uring.parked = true;
+        backlog_add(loop, o);
+        return 0;
+    }
     if (sqf_split_begin(loop, o)) return 0; /* it shares a wait in flight */
-    o->b.uring.owed = 0;
     struct io_uring_sqe *sqe = NULL;
     for (int k = 0; k < s->n; k++) { /* the tokens' words, then the primitive's */
         const struct sqf_wait_word *w = &s->w[k];
@@ -147,7 +159,34 @@ static int uring_sleep(struct sqf_loop *loop, struct loop_op *o)
 
 static void uring_cancel(struct sqf_loop *loop, struct loop_op *o)
 {
-    sqf_split_cancel(loop, o, cancel_wait);
+    if (o->b.uring.parked)
+        o->b.uring.parked_cancel = true; /* ended at the next reap */
+    else
+        sqf_split_cancel(loop, o, cancel_wait);
+}
+
+/* Retry the backlog: owed cancels, parked sleeps (or end those cancelled
+ * meanwhile: the driver's check then says ECANCELED). */
+static void retry_backlog(struct sqf_loop *loop,
+                          void (*done)(struct sqf_loop *, struct loop_op *, int))
+{
+    struct loop_op *o = loop->uring.backlog;
+    loop->uring.backlog = NULL;
+    while (o) {
+        struct loop_op *next = o->b.uring.next; /* o may be listed again below */
+        unsigned owed = o->b.uring.owed;
+        bool parked = o->b.uring.parked, cancelled = o->b.uring.parked_cancel;
+        o->b.uring.listed = false;
+        o->b.uring.owed = 0;
+        o->b.uring.parked = o->b.uring.parked_cancel = false;
+        for (int k = 0; k < SQF_WAIT_MAX_WORDS; k++)
+            if (owed & (1u << k)) cancel_wait(loop, o, k);
+        if (parked && cancelled)
+            done(loop, o, -EINTR);
+        else if (parked)
+            uring_sleep(loop, o);
+        o = next;
+    }
 }
 
 static void uring_reap(struct sqf_loop *loop,
@@ -155,7 +194,7 @@ static void uring_reap(struct sqf_loop *loop,
 {
     /* Anything left queued by a refused submission goes now. */
     if (io_uring_sq_ready(&loop->uring.ring)) io_uring_submit(&loop->uring.ring);
-    pay_owed(loop);
+    retry_backlog(loop, done);
     /* The ring's descriptor stays readable while any completion is left in
      * it (level-triggered), and each new one wakes its watchers again. */
     struct io_uring_cqe *cqe;
@@ -165,7 +204,12 @@ static void uring_reap(struct sqf_loop *loop,
         io_uring_cqe_seen(&loop->uring.ring, cqe);
         if (tag < 8) continue; /* TAG_TIMEOUT, TAG_CANCEL */
         struct loop_op *o = (struct loop_op *)(uintptr_t)(tag & ~(uint64_t)7);
-        sqf_split_complete(loop, o, (int)(tag & 7), res, cancel_wait, done);
+        int k = (int)(tag & 7);
+        if (o->b.uring.owed & (1u << k)) { /* back by itself: no cancel owed */
+            o->b.uring.owed &= ~(1u << k);
+            backlog_drop(loop, o);
+        }
+        sqf_split_complete(loop, o, k, res, cancel_wait, done);
     }
 }
 
