@@ -256,6 +256,42 @@ static void test_shared(void)
     CHECK_EQ(sqf_event_destroy(&e), 0);
 }
 
+/* A shared group's first callback frees its own op (the caller owns it)
+ * and cancels a later member of the group, which is still waiting for its
+ * callback: the cancel must not touch the freed op (ASan checks), and the
+ * member, woken already, completes with 0. */
+static void free_cb(sqf_loop_op *op, int result, void *arg)
+{
+    (void)arg;
+    results[0] = result;
+    done++;
+    free(op);
+    CHECK_EQ(sqf_loop_cancel(loop, &ops[2]), 0);
+}
+
+static void test_shared_free(void)
+{
+    sqf_event e;
+    sqf_event_init(&e, SQF_PRIVATE);
+    int base = done;
+    sqf_loop_op *first = malloc(sizeof *first);
+    CHECK(first != NULL);
+    if (!first) return;
+    CHECK_EQ(sqf_loop_event_wait(loop, first, &e, SQF_FOREVER, NULL, free_cb, NULL), EINPROGRESS);
+    for (int i = 1; i < 3; i++)
+        CHECK_EQ(sqf_loop_event_wait(loop, &ops[i], &e, SQF_FOREVER, NULL, CB(i)), EINPROGRESS);
+    results[0] = results[1] = results[2] = -1;
+    struct later l;
+    after_a_while(&l, do_set, &e);
+    run_until(base + 3);
+    join(&l);
+    CHECK_EQ(results[0], 0);
+    CHECK_EQ(results[1], 0);
+    CHECK_EQ(results[2], 0);
+    CHECK_EQ(sqf_loop_pending(loop), 0);
+    CHECK_EQ(sqf_event_destroy(&e), 0);
+}
+
 static void test_give_up(void)
 {
     int base = done;
@@ -428,6 +464,7 @@ static int on_backend(unsigned flags, const char *name)
     test_destroy_in_callback();
     test_fd();
     test_shared();
+    test_shared_free();
     CHECK_EQ(sqf_loop_destroy(loop), 0);
     printf("test_loop: the %s backend checked\n", name);
     return 0;
