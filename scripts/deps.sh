@@ -18,6 +18,8 @@ PACKAGES=(
     liburing-dev                   # io_uring: the event-loop backend (sqf_loop)
     libuv1-dev                     # libuv: examples/loop_libuv.c, sqbench W2 peers
     python3-matplotlib             # sqbench plots
+    python3-dev python3-setuptools # the CPython module (python/)
+    python3-venv python3-pytest    # ... installed into a venv by pip, and its tests
     git ca-certificates
 )
 

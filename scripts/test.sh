@@ -15,6 +15,8 @@
 #   warnings   clang, Debug, -Werror: everything builds without a warning
 #   install    cmake --install of `release` into a prefix, then consumers built
 #              through pkg-config, through find_package, and as C++ (g++)
+#   python     the CPython module (python/): a debug build with -Werror installed
+#              into a fresh venv with pip, offline, then its pytest suite
 #
 # Environment: SQF_JOBS (default 2) sets build and test parallelism.
 # Fails fast at the first failing configuration, then prints a summary.
@@ -24,7 +26,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
 OUT="$ROOT/out/test"
 JOBS=${SQF_JOBS:-2}
-ALL_CONFIGS=(release asan tsan portable warnings install)
+ALL_CONFIGS=(release asan tsan portable warnings install python)
 
 usage() {
     echo "usage: scripts/test.sh [--quick] [--only NAME[,NAME...]]   (names: ${ALL_CONFIGS[*]})"
@@ -297,6 +299,22 @@ config_install() {
     "${run[@]}" "$work/cmake/consumer_cmake_static"
     "${run[@]}" "$work/cmake/consumer_cmake_cxx"
     passed "pkg-config (shared, static, C++), find_package (shared, static, C++)"
+}
+
+config_python() {
+    header python "the CPython module: debug build (-Werror) into a venv with pip, then pytest"
+    local dir="$OUT/python"
+    rm -rf "$dir" "$ROOT/python/build" "$ROOT"/python/*.egg-info
+    mkdir -p "$dir"
+    # Debian's python3 (not a pyenv one on PATH): the venv sees Debian's pytest.
+    /usr/bin/python3 -m venv --system-site-packages "$dir/venv"
+    SQF_PY_DEBUG=1 "$dir/venv/bin/pip" install --no-build-isolation --no-index "$ROOT/python" \
+        >"$dir/pip.log" 2>&1 || { cat "$dir/pip.log" >&2; return 1; }
+    rm -rf "$ROOT/python/build" "$ROOT"/python/*.egg-info
+    # From elsewhere, so that the installed module is the one imported.
+    (cd "$dir" && timeout 600 "$dir/venv/bin/python" -m pytest -q -p no:cacheprovider \
+        "$ROOT/python/tests") | tee "$dir/pytest.log"
+    passed "$(tail -1 "$dir/pytest.log")"
 }
 
 for c in "${configs[@]}"; do

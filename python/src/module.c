@@ -1,0 +1,556 @@
+/* module.c: the squarefree extension module (CPython C API).
+ *
+ * Each class embeds one C primitive of the library, which this extension
+ * compiles in (python/setup.py): nothing else is needed at run time.  Every
+ * blocking call runs the primitive's wait protocol (src/waitop.h: the same
+ * step functions the C library's blocking calls and event loops run) with
+ * its own driver, run_wait below, which differs from the C blocking driver
+ * in two ways only: the GIL is released while the thread sleeps, and a
+ * signal whose Python handler raises (Ctrl-C's KeyboardInterrupt) stops
+ * the wait as a cancellation would, so the protocol leaves cleanly (no
+ * permit or wake-up lost) before the exception propagates, as threading's
+ * waits are interruptible in the main thread.
+ *
+ * Objects are never freed while a thread waits on them: a method call
+ * holds a reference to its object for the whole call.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <math.h>
+
+#include <squarefree.h>
+
+#include "waitop.h"
+
+/* --- shared helpers --------------------------------------------------------- */
+
+/* A timeout argument (None: for ever) as a deadline; -1 with ValueError or
+ * TypeError set on a bad one. */
+static int deadline_of(PyObject *timeout, sqf_deadline *out)
+{
+    if (timeout == NULL || timeout == Py_None) {
+        *out = SQF_FOREVER;
+        return 0;
+    }
+    double t = PyFloat_AsDouble(timeout);
+    if (t == -1.0 && PyErr_Occurred()) return -1;
+    if (isnan(t) || t < 0) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return -1;
+    }
+    if (t > 1e9) { /* 30 years: for ever, as far as a caller can tell */
+        *out = SQF_FOREVER;
+        return 0;
+    }
+    *out = sqf_after((int64_t)(t * 1e9));
+    return 0;
+}
+
+/* Run a wait protocol to its end: the GIL is released while asleep; a
+ * signal handler that raises stops the wait (fed to the step as a
+ * cancellation).  Returns the step's result; *raised is set if an
+ * exception is pending (the caller gives back what the wait took, if
+ * anything, and returns NULL). */
+static int run_wait(struct sqf_waitop *op, sqf_step_fn step, int *raised)
+{
+    *raised = 0;
+    int r = step(op, SQF_OP_START); /* the fast path: no sleep, GIL kept */
+    while (r == SQF_OP_SLEEP) {
+        PyThreadState *ts = PyEval_SaveThread(); /* the GIL released while asleep */
+        int how = sqf_wait_cancellable(op->word, op->expected, op->deadline, op->shared, op->tok);
+        PyEval_RestoreThread(ts);
+        if (how == EINTR && !*raised && PyErr_CheckSignals() < 0) {
+            *raised = 1;
+            if (op->cancellable) how = ECANCELED;
+        }
+        r = step(op, how);
+    }
+    return r;
+}
+
+/* A wait taking (timeout=None): parse it, then run step on op (its part of
+ * the union filled).  The step's result, or -1 with an exception set. */
+static int timed_wait(PyObject *args, PyObject *kw, struct sqf_waitop *op, sqf_step_fn step)
+{
+    static char *kwlist[] = {"timeout", NULL};
+    PyObject *timeout = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:wait", kwlist, &timeout)) return -1;
+    if (deadline_of(timeout, &op->deadline) < 0) return -1;
+    int raised, r = run_wait(op, step, &raised);
+    return raised ? -1 : r;
+}
+
+static PyObject *raise_errno(int e, const char *what);
+
+/* A wait's result as threading's: True, False on a time-out, or raised. */
+static PyObject *bool_result(int r, const char *what)
+{
+    if (r < 0) return NULL;
+    if (r == 0) Py_RETURN_TRUE;
+    if (r == ETIMEDOUT) Py_RETURN_FALSE;
+    return raise_errno(r, what);
+}
+
+/* A C error that bad input or misuse can cause, as Python's exception. */
+static PyObject *raise_errno(int e, const char *what)
+{
+    if (e == EINVAL || e == EOVERFLOW || e == ERANGE)
+        PyErr_Format(PyExc_ValueError, "%s", what);
+    else
+        PyErr_Format(PyExc_RuntimeError, "%s (%s)", what, strerror(e));
+    return NULL;
+}
+
+/* n (a count argument) in 1..max, else ValueError. */
+static int count_arg(PyObject *arg, unsigned long max, unsigned *out, const char *what)
+{
+    if (arg == NULL) {
+        *out = 1;
+        return 0;
+    }
+    long long v = PyLong_AsLongLong(arg);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < 1 || (unsigned long long)v > max) {
+        PyErr_Format(PyExc_ValueError, "%s must be between 1 and %lu", what, max);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* --- Event ------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD sqf_event ev;
+} EventObject;
+
+static int Event_init(EventObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, ":Event", kwlist)) return -1;
+    sqf_event_init(&self->ev, SQF_PRIVATE);
+    return 0;
+}
+
+static PyObject *Event_is_set(EventObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(sqf_event_is_set(&self->ev));
+}
+
+static PyObject *Event_set(EventObject *self, PyObject *unused)
+{
+    (void)unused;
+    sqf_event_set(&self->ev);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Event_clear(EventObject *self, PyObject *unused)
+{
+    (void)unused;
+    sqf_event_clear(&self->ev);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Event_wait(EventObject *self, PyObject *args, PyObject *kw)
+{
+    struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
+    op.u.event.e = &self->ev;
+    return bool_result(timed_wait(args, kw, &op, sqf_event_wait_step_), "Event.wait failed");
+}
+
+static PyMethodDef Event_methods[] = {
+    {"is_set", (PyCFunction)Event_is_set, METH_NOARGS, "Return True if the flag is set."},
+    {"set", (PyCFunction)Event_set, METH_NOARGS,
+     "Set the flag and wake every waiter (one system call, whatever their number)."},
+    {"clear", (PyCFunction)Event_clear, METH_NOARGS, "Reset the flag."},
+    {"wait", (PyCFunction)(void (*)(void))Event_wait, METH_VARARGS | METH_KEYWORDS,
+     "wait(timeout=None) -> bool\n\nBlock until the flag is set or the timeout (seconds) "
+     "passes; return the flag's state: True unless it timed out."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject EventType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree.Event",
+    .tp_basicsize = sizeof(EventObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Event()\n\nA flag that threads wait for, as threading.Event: set() wakes every "
+              "waiter with one system call, and the event can be cleared and reused.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Event_init,
+    .tp_methods = Event_methods,
+};
+
+/* --- Latch ------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD sqf_latch l;
+} LatchObject;
+
+static int Latch_init(LatchObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"count", NULL};
+    long long count;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L:Latch", kwlist, &count)) return -1;
+    if (count < 0 || count > SQF_LATCH_MAX) {
+        PyErr_Format(PyExc_ValueError, "count must be between 0 and %u", SQF_LATCH_MAX);
+        return -1;
+    }
+    sqf_latch_init(&self->l, (unsigned)count, SQF_PRIVATE);
+    return 0;
+}
+
+static PyObject *BrokenLatchError;
+
+static PyObject *latch_result(int r)
+{
+    if (r == EPIPE) {
+        PyErr_SetString(BrokenLatchError, "the latch was aborted");
+        return NULL;
+    }
+    return bool_result(r, "Latch.wait failed");
+}
+
+static PyObject *Latch_count_down(LatchObject *self, PyObject *args)
+{
+    PyObject *n_arg = NULL;
+    unsigned n;
+    if (!PyArg_ParseTuple(args, "|O:count_down", &n_arg)) return NULL;
+    if (count_arg(n_arg, SQF_LATCH_MAX, &n, "n") < 0) return NULL;
+    int e = sqf_latch_count_down(&self->l, n);
+    if (e == EPIPE) return latch_result(e);
+    if (e) return raise_errno(e, "count_down below zero");
+    Py_RETURN_NONE;
+}
+
+static PyObject *Latch_wait(LatchObject *self, PyObject *args, PyObject *kw)
+{
+    struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
+    op.u.latch.l = &self->l;
+    int r = timed_wait(args, kw, &op, sqf_latch_wait_step_);
+    return r < 0 ? NULL : latch_result(r);
+}
+
+static PyObject *Latch_arrive_and_wait(LatchObject *self, PyObject *args)
+{
+    PyObject *n_arg = NULL;
+    unsigned n;
+    if (!PyArg_ParseTuple(args, "|O:arrive_and_wait", &n_arg)) return NULL;
+    if (count_arg(n_arg, SQF_LATCH_MAX, &n, "n") < 0) return NULL;
+    int e = sqf_latch_count_down(&self->l, n);
+    if (e && e != EPIPE) return raise_errno(e, "count_down below zero");
+    if (e == EPIPE) return latch_result(e);
+    struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
+    op.u.latch.l = &self->l;
+    int raised, r = run_wait(&op, sqf_latch_wait_step_, &raised);
+    if (raised) return NULL;
+    if (r == 0) Py_RETURN_NONE;
+    return latch_result(r);
+}
+
+static PyObject *Latch_abort(LatchObject *self, PyObject *unused)
+{
+    (void)unused;
+    int e = sqf_latch_abort(&self->l);
+    if (e) return raise_errno(e, "abort failed");
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Latch_methods[] = {
+    {"count_down", (PyCFunction)Latch_count_down, METH_VARARGS,
+     "count_down(n=1)\n\nDecrease the count by n; the call that brings it to zero opens the "
+     "latch and wakes every waiter. ValueError below zero; BrokenLatchError once aborted."},
+    {"wait", (PyCFunction)(void (*)(void))Latch_wait, METH_VARARGS | METH_KEYWORDS,
+     "wait(timeout=None) -> bool\n\nBlock until the count reaches zero: True, or False if the "
+     "timeout (seconds) passed first. BrokenLatchError if the latch is aborted."},
+    {"arrive_and_wait", (PyCFunction)Latch_arrive_and_wait, METH_VARARGS,
+     "arrive_and_wait(n=1)\n\ncount_down(n), then wait()."},
+    {"abort", (PyCFunction)Latch_abort, METH_NOARGS,
+     "Break the latch: every waiter, now and later, gets BrokenLatchError."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject LatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree.Latch",
+    .tp_basicsize = sizeof(LatchObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Latch(count)\n\nA single-use countdown: wait() blocks until count_down() has "
+              "brought the count to zero, then every waiter is woken with one system call. "
+              "The seed's cure for starting n threads.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Latch_init,
+    .tp_methods = Latch_methods,
+};
+
+/* --- CountdownEvent ------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD sqf_countdown c;
+} CountdownObject;
+
+static int Countdown_init(CountdownObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"value", NULL};
+    long long value = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|L:CountdownEvent", kwlist, &value)) return -1;
+    if (value < 0 || value > SQF_COUNTDOWN_MAX) {
+        PyErr_Format(PyExc_ValueError, "value must be between 0 and %u", SQF_COUNTDOWN_MAX);
+        return -1;
+    }
+    sqf_countdown_init(&self->c, (unsigned)value, SQF_PRIVATE);
+    return 0;
+}
+
+static PyObject *Countdown_up(CountdownObject *self, PyObject *args)
+{
+    PyObject *n_arg = NULL;
+    unsigned n;
+    if (!PyArg_ParseTuple(args, "|O:up", &n_arg)) return NULL;
+    if (count_arg(n_arg, SQF_COUNTDOWN_MAX, &n, "n") < 0) return NULL;
+    int e = sqf_countdown_up(&self->c, n);
+    if (e) return raise_errno(e, "up would overflow the count");
+    Py_RETURN_NONE;
+}
+
+static PyObject *Countdown_down(CountdownObject *self, PyObject *args)
+{
+    PyObject *n_arg = NULL;
+    unsigned n;
+    if (!PyArg_ParseTuple(args, "|O:down", &n_arg)) return NULL;
+    if (count_arg(n_arg, SQF_COUNTDOWN_MAX, &n, "n") < 0) return NULL;
+    int e = sqf_countdown_down_n(&self->c, n);
+    if (e) return raise_errno(e, "down below zero");
+    Py_RETURN_NONE;
+}
+
+static PyObject *Countdown_wait(CountdownObject *self, PyObject *args, PyObject *kw)
+{
+    struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
+    op.u.countdown.c = &self->c;
+    return bool_result(timed_wait(args, kw, &op, sqf_countdown_wait_step_),
+                       "CountdownEvent.wait failed");
+}
+
+static PyObject *Countdown_value(CountdownObject *self, void *closure)
+{
+    (void)closure;
+    unsigned v = 0;
+    sqf_countdown_value(&self->c, &v);
+    return PyLong_FromUnsignedLong(v);
+}
+
+static PyMethodDef Countdown_methods[] = {
+    {"up", (PyCFunction)Countdown_up, METH_VARARGS, "up(n=1)\n\nIncrease the count by n."},
+    {"down", (PyCFunction)Countdown_down, METH_VARARGS,
+     "down(n=1)\n\nDecrease the count by n; reaching zero wakes every waiter. ValueError "
+     "below zero."},
+    {"wait", (PyCFunction)(void (*)(void))Countdown_wait, METH_VARARGS | METH_KEYWORDS,
+     "wait(timeout=None) -> bool\n\nBlock until the count is zero: True, or False if the "
+     "timeout (seconds) passed first."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Countdown_getset[] = {
+    {"value", (getter)Countdown_value, NULL, "The current count.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject CountdownType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree.CountdownEvent",
+    .tp_basicsize = sizeof(CountdownObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "CountdownEvent(value=0)\n\nA reusable count: up() and down() move it, and wait() "
+              "blocks until it is zero. The seed's cure for serialising n threads whose number "
+              "is not known in advance.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Countdown_init,
+    .tp_methods = Countdown_methods,
+    .tp_getset = Countdown_getset,
+};
+
+/* --- Semaphore, BoundedSemaphore ------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD sqf_sem s;
+    int bounded;
+    unsigned bound; /* a BoundedSemaphore's initial value */
+} SemObject;
+
+static int sem_init_common(SemObject *self, PyObject *args, PyObject *kw, int bounded)
+{
+    static char *kwlist[] = {"value", NULL};
+    long long value = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, bounded ? "|L:BoundedSemaphore" : "|L:Semaphore",
+                                     kwlist, &value))
+        return -1;
+    if (value < 0) {
+        PyErr_SetString(PyExc_ValueError, "semaphore initial value must be >= 0");
+        return -1;
+    }
+    if (value > SQF_SEM_VALUE_MAX) {
+        PyErr_Format(PyExc_ValueError, "semaphore initial value must be <= %u", SQF_SEM_VALUE_MAX);
+        return -1;
+    }
+    self->bounded = bounded;
+    self->bound = (unsigned)value;
+    /* The library's max 0 means its own bound: a BoundedSemaphore(0), which
+     * no release may exceed, is checked in release instead. */
+    int e = sqf_sem_init(&self->s, (unsigned)value, bounded && value > 0 ? (unsigned)value : 0,
+                         SQF_PRIVATE);
+    if (e) {
+        raise_errno(e, "semaphore init failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int Sem_init(SemObject *self, PyObject *args, PyObject *kw)
+{
+    return sem_init_common(self, args, kw, 0);
+}
+
+static int BSem_init(SemObject *self, PyObject *args, PyObject *kw)
+{
+    return sem_init_common(self, args, kw, 1);
+}
+
+static PyObject *Sem_acquire(SemObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"blocking", "timeout", NULL};
+    int blocking = 1;
+    PyObject *timeout = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pO:acquire", kwlist, &blocking, &timeout))
+        return NULL;
+    if (!blocking && timeout != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "can't specify timeout for non-blocking acquire");
+        return NULL;
+    }
+    if (!blocking) return PyBool_FromLong(sqf_sem_tryacquire(&self->s) == 0);
+    struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
+    if (deadline_of(timeout, &op.deadline) < 0) return NULL;
+    op.u.sem.s = &self->s;
+    int raised, r = run_wait(&op, sqf_sem_acquire_step_, &raised);
+    if (raised) {
+        if (r == 0) sqf_sem_release(&self->s, 1); /* taken as the signal came: give it back */
+        return NULL;
+    }
+    return bool_result(r, "acquire failed");
+}
+
+static PyObject *Sem_release(SemObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"n", NULL};
+    PyObject *n_arg = NULL;
+    unsigned n;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:release", kwlist, &n_arg)) return NULL;
+    if (n_arg) {
+        long long v = PyLong_AsLongLong(n_arg);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        if (v < 1) {
+            PyErr_SetString(PyExc_ValueError, "n must be one or more");
+            return NULL;
+        }
+    }
+    if (count_arg(n_arg, SQF_SEM_VALUE_MAX, &n, "n") < 0) return NULL;
+    int e = self->bounded && self->bound == 0 ? EOVERFLOW : sqf_sem_release(&self->s, n);
+    if (e == EOVERFLOW) {
+        PyErr_SetString(PyExc_ValueError, self->bounded ? "Semaphore released too many times"
+                                                        : "semaphore value would overflow");
+        return NULL;
+    }
+    if (e) return raise_errno(e, "release failed");
+    Py_RETURN_NONE;
+}
+
+static PyObject *Sem_enter(SemObject *self, PyObject *unused)
+{
+    (void)unused;
+    PyObject *empty = PyTuple_New(0);
+    if (!empty) return NULL;
+    PyObject *r = Sem_acquire(self, empty, NULL);
+    Py_DECREF(empty);
+    return r;
+}
+
+static PyObject *Sem_exit(SemObject *self, PyObject *args)
+{
+    (void)args;
+    PyObject *empty = PyTuple_New(0);
+    if (!empty) return NULL;
+    PyObject *r = Sem_release(self, empty, NULL);
+    Py_DECREF(empty);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    Py_RETURN_FALSE;
+}
+
+static PyObject *Sem_value(SemObject *self, void *closure)
+{
+    (void)closure;
+    unsigned v = 0;
+    sqf_sem_getvalue(&self->s, &v);
+    return PyLong_FromUnsignedLong(v);
+}
+
+static PyMethodDef Sem_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))Sem_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=None) -> bool\n\nTake a permit, waiting for one if "
+     "needed: True, or False if not blocking or if the timeout (seconds) passed first."},
+    {"release", (PyCFunction)(void (*)(void))Sem_release, METH_VARARGS | METH_KEYWORDS,
+     "release(n=1)\n\nAdd n permits, waking up to n waiters with one system call."},
+    {"__enter__", (PyCFunction)Sem_enter, METH_NOARGS, "acquire()"},
+    {"__exit__", (PyCFunction)Sem_exit, METH_VARARGS, "release()"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Sem_getset[] = {
+    {"value", (getter)Sem_value, NULL, "The permits available now (a snapshot).", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject SemType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree.Semaphore",
+    .tp_basicsize = sizeof(SemObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Semaphore(value=1)\n\nA counting semaphore, as threading.Semaphore; release(n) "
+              "wakes up to n waiters with one system call.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Sem_init,
+    .tp_methods = Sem_methods,
+    .tp_getset = Sem_getset,
+};
+
+static PyTypeObject BSemType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree.BoundedSemaphore",
+    .tp_basicsize = sizeof(SemObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "BoundedSemaphore(value=1)\n\nA semaphore whose value may not exceed its initial "
+              "value: a release beyond it raises ValueError, as threading.BoundedSemaphore.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)BSem_init,
+    .tp_methods = Sem_methods,
+    .tp_getset = Sem_getset,
+};
+
+/* --- the module ------------------------------------------------------------------- */
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "squarefree._squarefree",
+    .m_doc = "squarefree's primitives for CPython (see the squarefree package).", .m_size = -1};
+
+PyMODINIT_FUNC PyInit__squarefree(void)
+{
+    PyTypeObject *types[] = {&EventType, &LatchType, &CountdownType, &SemType, &BSemType};
+    const char *names[] = {"Event", "Latch", "CountdownEvent", "Semaphore", "BoundedSemaphore"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (PyType_Ready(types[i]) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    BrokenLatchError = PyErr_NewExceptionWithDoc(
+        "squarefree.BrokenLatchError", "A latch was aborted while (or before) waiting on it.",
+        PyExc_RuntimeError, NULL);
+    if (!BrokenLatchError || PyModule_AddObjectRef(m, "BrokenLatchError", BrokenLatchError) < 0)
+        goto fail;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

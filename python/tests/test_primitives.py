@@ -1,0 +1,308 @@
+"""The squarefree module: threading's semantics for the drop-in classes, the
+seed's cures, bad input, interruption by a signal, and stress with many
+threads (permits conserved, everyone woken)."""
+import signal
+import threading
+import time
+
+import pytest
+
+import squarefree as sf
+
+
+def start(fn, n):
+    ts = [threading.Thread(target=fn) for _ in range(n)]
+    for t in ts:
+        t.start()
+    return ts
+
+
+def join_all(ts, timeout=20.0):
+    stop = time.monotonic() + timeout
+    for t in ts:
+        t.join(max(0.0, stop - time.monotonic()))
+    assert not any(t.is_alive() for t in ts), "a thread is still blocked (a lost wake-up?)"
+
+
+# --- Event ---------------------------------------------------------------------------
+
+def test_event_basics():
+    e = sf.Event()
+    assert not e.is_set()
+    assert e.wait(0) is False
+    assert e.wait(0.01) is False
+    e.set()
+    assert e.is_set()
+    assert e.wait() is True
+    assert e.wait(0) is True
+    e.clear()
+    assert not e.is_set()
+    assert e.wait(0.01) is False
+
+
+def test_event_wakes_every_waiter():
+    e = sf.Event()
+    woke = []
+    ts = start(lambda: woke.append(e.wait(10)), 200)
+    time.sleep(0.05)
+    e.set()
+    join_all(ts)
+    assert woke == [True] * 200
+
+
+def test_event_bad_timeout():
+    e = sf.Event()
+    with pytest.raises(ValueError):
+        e.wait(-1)
+    with pytest.raises(ValueError):
+        e.wait(float("nan"))
+    with pytest.raises(TypeError):
+        e.wait("soon")
+    with pytest.raises(TypeError):
+        sf.Event(1)
+
+
+# --- Latch ---------------------------------------------------------------------------
+
+def test_latch_opens_at_zero():
+    la = sf.Latch(3)
+    assert la.wait(0) is False
+    la.count_down()
+    la.count_down(2)
+    assert la.wait(0) is True
+    assert la.wait() is True
+    assert sf.Latch(0).wait(0) is True
+
+
+def test_latch_bad_input():
+    with pytest.raises(ValueError):
+        sf.Latch(-1)
+    la = sf.Latch(2)
+    with pytest.raises(ValueError):
+        la.count_down(0)
+    with pytest.raises(ValueError):
+        la.count_down(-3)
+    with pytest.raises(ValueError):
+        la.count_down(3)  # below zero: nothing changes
+    assert la.wait(0) is False
+    la.count_down(2)
+    assert la.wait(0) is True
+
+
+def test_latch_1000_threads():
+    n = 1000
+    la = sf.Latch(n)
+    gate = sf.Latch(1)
+    passed = []
+
+    def worker():
+        la.count_down()
+        gate.wait()
+        passed.append(1)
+
+    ts = start(worker, n)
+    assert la.wait(20) is True
+    gate.count_down()
+    join_all(ts)
+    assert len(passed) == n
+
+
+def test_latch_abort():
+    la = sf.Latch(1)
+    errors = []
+
+    def waiter():
+        try:
+            la.wait()
+        except sf.BrokenLatchError:
+            errors.append(1)
+
+    ts = start(waiter, 10)
+    time.sleep(0.05)
+    la.abort()
+    join_all(ts)
+    assert len(errors) == 10
+    with pytest.raises(sf.BrokenLatchError):
+        la.wait(0)
+    with pytest.raises(sf.BrokenLatchError):
+        la.count_down()
+
+
+def test_latch_arrive_and_wait():
+    la = sf.Latch(4)
+    ts = start(la.arrive_and_wait, 4)
+    join_all(ts)
+    assert la.wait(0) is True
+
+
+# --- CountdownEvent ----------------------------------------------------------------
+
+def test_countdown():
+    c = sf.CountdownEvent()
+    assert c.value == 0 and c.wait(0) is True
+    c.up(3)
+    assert c.value == 3 and c.wait(0.01) is False
+    c.down()
+    c.down(2)
+    assert c.value == 0 and c.wait() is True
+    with pytest.raises(ValueError):
+        c.down()  # below zero: nothing changes
+    assert c.value == 0
+    with pytest.raises(ValueError):
+        sf.CountdownEvent(-1)
+    with pytest.raises(ValueError):
+        c.up(0)
+
+
+def test_countdown_serialises_unknown_n():
+    """The seed's S2 cure: each thread ups before it starts, downs when done."""
+    c = sf.CountdownEvent()
+    lock = threading.Lock()
+    total = [0]
+
+    def worker():
+        with lock:
+            total[0] += 1
+        c.down()
+
+    ts = []
+    for _ in range(300):
+        c.up()
+        ts.append(threading.Thread(target=worker))
+        ts[-1].start()
+    assert c.wait(20) is True
+    join_all(ts)
+    assert total[0] == 300 and c.value == 0
+
+
+# --- Semaphore, BoundedSemaphore ---------------------------------------------------------
+
+def test_semaphore_basics():
+    s = sf.Semaphore(2)
+    assert s.acquire() and s.acquire(blocking=False)
+    assert s.acquire(blocking=False) is False
+    assert s.acquire(timeout=0.01) is False
+    s.release()
+    assert s.acquire(timeout=1) is True
+    s.release(2)
+    assert s.value == 2
+    with s:
+        assert s.value == 1
+    assert s.value == 2
+
+
+def test_semaphore_bad_input():
+    with pytest.raises(ValueError):
+        sf.Semaphore(-1)
+    s = sf.Semaphore(0)
+    with pytest.raises(ValueError):
+        s.acquire(False, 1)
+    with pytest.raises(ValueError):
+        s.acquire(timeout=-1)
+    with pytest.raises(ValueError):
+        s.release(0)
+    with pytest.raises(ValueError):
+        s.release(-2)
+    assert s.value == 0  # nothing changed
+
+
+def test_bounded_semaphore():
+    b = sf.BoundedSemaphore(2)
+    with pytest.raises(ValueError):
+        b.release()
+    assert b.acquire()
+    b.release()
+    with pytest.raises(ValueError):
+        b.release()
+    assert b.value == 2
+    z = sf.BoundedSemaphore(0)
+    with pytest.raises(ValueError):
+        z.release()
+    assert z.value == 0
+
+
+def test_semaphore_release_n_wakes_n():
+    s = sf.Semaphore(0)
+    got = []
+    ts = start(lambda: got.append(s.acquire(timeout=20)), 100)
+    time.sleep(0.05)
+    s.release(100)
+    join_all(ts)
+    assert got == [True] * 100 and s.value == 0
+
+
+def test_semaphore_permits_conserved():
+    """8 threads, 3 permits, timed and untimed acquires racing releases:
+    never more than 3 holders, and all 3 permits back at the end."""
+    s = sf.Semaphore(3)
+    lock = threading.Lock()
+    holders = [0]
+    worst = [0]
+
+    def worker(i):
+        for k in range(2000):
+            ok = s.acquire(timeout=0.0005) if (i + k) % 3 == 0 else s.acquire()
+            if not ok:
+                continue
+            with lock:
+                holders[0] += 1
+                worst[0] = max(worst[0], holders[0])
+            with lock:
+                holders[0] -= 1
+            s.release()
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    join_all(ts, 60)
+    assert worst[0] <= 3
+    assert s.value == 3
+
+
+# --- interruption by a signal --------------------------------------------------------
+
+class Interrupted(Exception):
+    pass
+
+
+def interrupt_main_after(seconds):
+    main = threading.main_thread().ident
+
+    def fire():
+        time.sleep(seconds)
+        signal.pthread_kill(main, signal.SIGUSR1)
+
+    t = threading.Thread(target=fire)
+    t.start()
+    return t
+
+
+@pytest.fixture
+def usr1_raises():
+    def handler(signum, frame):
+        raise Interrupted()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    yield
+    signal.signal(signal.SIGUSR1, old)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+def test_signal_interrupts_waits(usr1_raises):
+    e, la, c, s = sf.Event(), sf.Latch(1), sf.CountdownEvent(1), sf.Semaphore(0)
+    for wait in (e.wait, la.wait, c.wait, lambda timeout: s.acquire(timeout=timeout)):
+        t = interrupt_main_after(0.05)
+        begin = time.monotonic()
+        with pytest.raises(Interrupted):
+            wait(timeout=5)  # returns False after 5 s if the signal is not seen
+        t.join()
+        assert time.monotonic() - begin < 2  # not after the 5 s time-out
+    # The interrupted waits left nothing behind: a permit released now is
+    # taken by the next acquire, and the others still open as usual.
+    s.release()
+    assert s.acquire(timeout=1) is True and s.value == 0
+    e.set()
+    la.count_down()
+    c.down()
+    assert e.wait(0) and la.wait(0) and c.wait(0)
