@@ -306,3 +306,112 @@ def test_signal_interrupts_waits(usr1_raises):
     la.count_down()
     c.down()
     assert e.wait(0) and la.wait(0) and c.wait(0)
+
+
+# --- Lock, RLock ---------------------------------------------------------------------
+
+def test_lock_basics():
+    lk = sf.Lock()
+    assert not lk.locked()
+    assert lk.acquire() is True and lk.locked()
+    assert lk.acquire(False) is False
+    assert lk.acquire(timeout=0.01) is False
+    lk.release()
+    assert not lk.locked()
+    with pytest.raises(RuntimeError):
+        lk.release()
+    with lk:
+        assert lk.locked()
+    assert not lk.locked()
+    assert lk.acquire(True, -1) is True
+    lk.release()
+
+
+def test_lock_bad_input():
+    lk = sf.Lock()
+    with pytest.raises(ValueError):
+        lk.acquire(False, 1)
+    with pytest.raises(ValueError):
+        lk.acquire(timeout=-2)
+    with pytest.raises(ValueError):
+        lk.acquire(timeout=float("nan"))
+    with pytest.raises(TypeError):
+        lk.acquire(timeout="1")
+    assert not lk.locked()  # nothing changed
+
+
+def test_lock_released_by_another_thread():
+    lk = sf.Lock()
+    lk.acquire()
+    t = threading.Thread(target=lk.release)
+    t.start()
+    t.join()
+    assert not lk.locked()
+
+
+def test_lock_mutual_exclusion():
+    lk = sf.Lock()
+    inside = [0]
+    worst = [0]
+    total = [0]
+
+    def worker():
+        for _ in range(3000):
+            with lk:
+                inside[0] += 1
+                worst[0] = max(worst[0], inside[0])
+                v = total[0]
+                if v % 7 == 0:
+                    time.sleep(0)  # invite a switch inside the critical section
+                total[0] = v + 1
+                inside[0] -= 1
+
+    ts = start(worker, 8)
+    join_all(ts, 60)
+    assert worst[0] == 1 and total[0] == 8 * 3000 and not lk.locked()
+
+
+def test_rlock():
+    r = sf.RLock()
+    assert r.acquire() and r.acquire() and r.acquire(False)
+    assert r._is_owned()
+    other = []
+    t = threading.Thread(target=lambda: other.append(r.acquire(timeout=0.02)))
+    t.start()
+    t.join()
+    assert other == [False]
+    t = threading.Thread(target=lambda: other.append(pytest.raises(RuntimeError, r.release)))
+    t.start()
+    t.join()
+    r.release()
+    r.release()
+    r.release()
+    assert not r._is_owned()
+    with pytest.raises(RuntimeError):
+        r.release()
+    with r:
+        with r:
+            assert r._is_owned()
+    assert not r._is_owned()
+    got = []
+    t = threading.Thread(target=lambda: got.append(r.acquire(timeout=5)) or r.release())
+    t.start()
+    t.join()
+    assert got == [True]
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+def test_signal_interrupts_lock(usr1_raises):
+    lk = sf.Lock()
+    lk.acquire()
+    t = interrupt_main_after(0.05)
+    begin = time.monotonic()
+    with pytest.raises(Interrupted):
+        lk.acquire(timeout=5)
+    t.join()
+    assert time.monotonic() - begin < 2
+    assert lk.locked()  # still ours: the interrupted acquire took nothing
+    lk.release()
+    assert lk.acquire(False) is True
+    lk.release()
