@@ -1,0 +1,35 @@
+"""python/bench/seed_scripts.py runs every case and variant, and refuses
+bad input (a smoke test on tiny sizes; the figures are the benchmark's)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "bench", "seed_scripts.py")
+CASES = [("start", "seed"), ("start", "latch"), ("mutex", "seed"), ("mutex", "countdown"),
+         ("notify", "seed"), ("notify", "release-n"), ("notify", "latch"),
+         ("floor", "threads")]
+
+
+@pytest.mark.parametrize("case,variant", CASES)
+def test_one_run(case, variant):
+    out = subprocess.run([sys.executable, SCRIPT, "--one", case, variant, "10"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert float(out.stdout) > 0
+
+
+def test_report_on_tiny_sizes(tmp_path):
+    csv = tmp_path / "seed.csv"
+    out = subprocess.run([sys.executable, SCRIPT, "--n", "8,16", "--runs", "5", "--csv",
+                          str(csv)], capture_output=True, text=True, timeout=300, check=True)
+    assert "targets met" in out.stdout and "exponent" in out.stdout
+    lines = csv.read_text().splitlines()
+    assert lines[0] == "case,variant,n,run,seconds"
+    assert len(lines) == 1 + len(CASES) * 2 * 5
+
+
+def test_refuses_few_runs():
+    out = subprocess.run([sys.executable, SCRIPT, "--runs", "2"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode != 0 and "at least 5" in out.stderr
