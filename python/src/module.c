@@ -18,6 +18,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <math.h>
 
@@ -51,6 +52,36 @@ static int deadline_of(PyObject *timeout, sqf_deadline *out)
     return 0;
 }
 
+/* The turnstile that woken threads pass, one at a time, to take the GIL
+ * back.  A wake-all wakes n sleepers at once, and n threads asking for the
+ * GIL together is the square again, moved into the interpreter: each
+ * handover is contended by all the others.  Through the turnstile, one
+ * woken thread at a time waits for the GIL, and opens the turnstile for
+ * the next as soon as it holds it: a chain, each woken thread waking the
+ * next once it can run, and at most two threads contending for the GIL.
+ * Only threads without the GIL wait on it, and its holder waits for
+ * nothing but the GIL, so it cannot deadlock. */
+static sqf_sem turnstile;
+
+/* A child of fork has only the forking thread, which held the GIL and so
+ * was not in the turnstile; a thread that was cannot pass it there. */
+static void turnstile_after_fork(void)
+{
+    sqf_sem_init(&turnstile, 1, 1, SQF_PRIVATE);
+}
+
+static PyThreadState *gil_release(void)
+{
+    return PyEval_SaveThread();
+}
+
+static void gil_take_back(PyThreadState *ts)
+{
+    sqf_sem_acquire(&turnstile);
+    PyEval_RestoreThread(ts);
+    sqf_sem_release(&turnstile, 1);
+}
+
 /* Run a wait protocol to its end: the GIL is released while asleep; a
  * signal handler that raises stops the wait (fed to the step as a
  * cancellation).  Returns the step's result; *raised is set if an
@@ -61,9 +92,9 @@ static int run_wait(struct sqf_waitop *op, sqf_step_fn step, int *raised)
     *raised = 0;
     int r = step(op, SQF_OP_START); /* the fast path: no sleep, GIL kept */
     while (r == SQF_OP_SLEEP) {
-        PyThreadState *ts = PyEval_SaveThread(); /* the GIL released while asleep */
+        PyThreadState *ts = gil_release(); /* the GIL released while asleep */
         int how = sqf_wait_cancellable(op->word, op->expected, op->deadline, op->shared, op->tok);
-        PyEval_RestoreThread(ts);
+        gil_take_back(ts);
         if (how == EINTR && !*raised && PyErr_CheckSignals() < 0) {
             *raised = 1;
             if (op->cancellable) how = ECANCELED;
@@ -747,6 +778,11 @@ PyMODINIT_FUNC PyInit__squarefree(void)
                            "Lock",  "RLock"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
+    sqf_sem_init(&turnstile, 1, 1, SQF_PRIVATE);
+    if (pthread_atfork(NULL, NULL, turnstile_after_fork) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     BrokenLatchError = PyErr_NewExceptionWithDoc(

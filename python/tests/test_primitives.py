@@ -415,3 +415,28 @@ def test_signal_interrupts_lock(usr1_raises):
     lk.release()
     assert lk.acquire(False) is True
     lk.release()
+
+
+def test_fork_while_threads_wake():
+    """A child forked while woken threads pass the turnstile that orders
+    their return to the GIL can still wait and wake."""
+    import os
+    e = sf.Event()
+    ts = start(lambda: e.wait(10), 50)
+    time.sleep(0.02)
+    e.set()  # the 50 are passing the turnstile now
+    pid = os.fork()
+    if pid == 0:
+        try:
+            la = sf.Latch(1)
+            t = threading.Thread(target=la.wait, args=(5,))
+            t.start()
+            time.sleep(0.01)
+            la.count_down()
+            t.join(5)
+            os._exit(0 if not t.is_alive() else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    join_all(ts)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
