@@ -2,7 +2,10 @@
 # run.sh: build squarefree (Release, gcc) into out/release and run the main
 # job, `sqbench report`.  Installs its Debian packages first (scripts/deps.sh).
 #
-#   scripts/run.sh                 sqbench report --quick --csv out/report
+#   scripts/run.sh                 sqbench report --quick --csv out/report, then its
+#                                  Python part: the seed's own scripts against the
+#                                  Python module's cures (python/bench/seed_scripts.py
+#                                  --quick, into out/report/seed_scripts.csv)
 #   scripts/run.sh ARGS...         sqbench ARGS...   (e.g. `report`, `s2 --n 100,1600`)
 #
 # The quick report takes under 3 minutes on 2 cores; `scripts/run.sh report
@@ -26,9 +29,24 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILE
     -DCMAKE_BUILD_TYPE=Release -DSQF_BUILD_TESTS=OFF -DSQF_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$BUILD" -j "$JOBS" --target sqbench
 
-if [ $# -eq 0 ]; then
-    set -- report --quick --csv "$ROOT/out/report"
+if [ $# -gt 0 ]; then
+    echo "== run.sh: bench/sqbench $*"
+    echo
+    exec "$BUILD/bench/sqbench" "$@"
 fi
-echo "== run.sh: bench/sqbench $*"
+
+echo "== run.sh: bench/sqbench report --quick --csv out/report"
 echo
-exec "$BUILD/bench/sqbench" "$@"
+"$BUILD/bench/sqbench" report --quick --csv "$ROOT/out/report"
+
+# The Python part: the module built (Release) into a venv of Debian's python3.
+echo
+echo "== run.sh: the Python part: python/bench/seed_scripts.py --quick"
+VENV="$ROOT/out/release/pyvenv"
+rm -rf "$VENV" "$ROOT/python/build" "$ROOT"/python/*.egg-info
+/usr/bin/python3 -m venv "$VENV"
+"$VENV/bin/pip" install --no-build-isolation --no-index "$ROOT/python" >"$ROOT/out/release/pip.log" 2>&1 ||
+    { cat "$ROOT/out/release/pip.log" >&2; exit 2; }
+rm -rf "$ROOT/python/build" "$ROOT"/python/*.egg-info
+(cd "$ROOT/out/release" && "$VENV/bin/python" "$ROOT/python/bench/seed_scripts.py" --quick \
+    --csv "$ROOT/out/report/seed_scripts.csv")
