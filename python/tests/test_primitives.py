@@ -440,3 +440,108 @@ def test_fork_while_threads_wake():
     _, status = os.waitpid(pid, 0)
     join_all(ts)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+# --- Condition -----------------------------------------------------------------------
+
+def test_condition_basics():
+    for lock in (None, sf.Lock(), sf.RLock()):
+        c = sf.Condition(lock)
+        with pytest.raises(RuntimeError):
+            c.wait(0.01)
+        with pytest.raises(RuntimeError):
+            c.notify()
+        with pytest.raises(RuntimeError):
+            c.notify_all()
+        with c:
+            assert c.wait(0.01) is False  # timed out, lock held again
+            assert c._is_owned()
+            c.notify()
+            c.notify_all()
+        assert c.acquire(False) is True
+        c.release()
+    with pytest.raises(TypeError):
+        sf.Condition(threading.Lock())
+
+
+def test_condition_notify_counts():
+    c = sf.Condition()
+    woke = []
+    ready = sf.CountdownEvent(5)
+
+    def waiter():
+        with c:
+            ready.down()
+            woke.append(c.wait(10))
+
+    ts = start(waiter, 5)
+    assert ready.wait(10)
+    time.sleep(0.05)  # all five asleep in wait()
+    with c:
+        c.notify(2)
+    time.sleep(0.1)
+    assert len(woke) == 2
+    with c:
+        c.notify_all()
+    join_all(ts)
+    assert woke == [True] * 5
+
+
+def test_condition_rlock_released_entirely():
+    r = sf.RLock()
+    c = sf.Condition(r)
+    got = []
+    with c:
+        with c:  # held twice
+            t = threading.Thread(target=lambda: got.append(r.acquire(timeout=5)) or
+                                 (c.notify(), r.release()))
+            t.start()
+            assert c.wait(5) is True  # the other thread got the lock meanwhile
+            assert r._is_owned()
+        assert r._is_owned()  # still once
+    t.join()
+    assert got == [True] and not r._is_owned()
+
+
+def test_condition_wait_for_and_items():
+    c = sf.Condition(sf.Lock())
+    items = []
+    consumed = [0]
+    n = 2000
+
+    def consumer():
+        while True:
+            with c:
+                c.wait_for(lambda: items, 10)
+                if not items:
+                    return
+                if items[0] is None:
+                    return  # the end marker stays for the others
+                items.pop(0)
+                consumed[0] += 1
+
+    ts = start(consumer, 4)
+    for i in range(n):
+        with c:
+            items.append(i)
+            c.notify()
+    with c:
+        items.append(None)  # after every item: consumers stop when it is first
+        c.notify_all()
+    join_all(ts)
+    assert consumed[0] == n
+    with c:
+        assert c.wait_for(lambda: False, 0.01) is False
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+def test_signal_interrupts_condition(usr1_raises):
+    c = sf.Condition()
+    with c:
+        t = interrupt_main_after(0.05)
+        with pytest.raises(Interrupted):
+            c.wait(5)
+        t.join()
+        assert c._is_owned()  # held again after the interrupted wait
+    assert not c._is_owned()
