@@ -12,10 +12,10 @@ taken.
 import time as _time
 
 from ._squarefree import (BoundedSemaphore, BrokenLatchError, CountdownEvent, Event, Latch, Lock,
-                          RLock, Semaphore, _Condition)
+                          Once, RLock, Semaphore, _Condition)
 
 __all__ = ["BoundedSemaphore", "BrokenLatchError", "Condition", "CountdownEvent", "Event",
-           "Latch", "Lock", "RLock", "Semaphore"]
+           "Latch", "Lock", "Once", "RLock", "Semaphore"]
 
 
 class Condition(_Condition):

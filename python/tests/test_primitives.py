@@ -545,3 +545,52 @@ def test_signal_interrupts_condition(usr1_raises):
         t.join()
         assert c._is_owned()  # held again after the interrupted wait
     assert not c._is_owned()
+
+
+# --- Once ----------------------------------------------------------------------------
+
+def test_once_runs_once():
+    o = sf.Once()
+    calls = []
+    gate = sf.Event()
+
+    def fn():
+        calls.append(1)
+        gate.wait(5)  # the others arrive meanwhile and wait
+
+    ran = []
+    ts = start(lambda: ran.append(o.run(fn)), 20)
+    time.sleep(0.05)
+    gate.set()
+    join_all(ts)
+    assert calls == [1] and sorted(ran) == [False] * 19 + [True]
+    assert o.done() and o.run(fn) is False and calls == [1]
+
+
+def test_once_retries_after_an_exception():
+    o = sf.Once()
+    attempts = []
+
+    def flaky():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise KeyError("first")
+
+    with pytest.raises(KeyError):
+        o.run(flaky)
+    assert not o.done()
+    assert o.run(flaky) is True and o.done() and len(attempts) == 2
+    with pytest.raises(TypeError):
+        o.run(42)
+
+
+def test_once_reentry_is_an_error():
+    o = sf.Once()
+    inner = []
+
+    def fn():
+        with pytest.raises(RuntimeError):
+            o.run(fn)
+        inner.append(1)
+
+    assert o.run(fn) is True and inner == [1]
