@@ -122,21 +122,12 @@ static void begin_mutex(void)
 static void body_mutex(int id, void *arg)
 {
     (void)arg;
-    if (id == 0) { /* the holder: hands off fairly, then wakes plainly */
-        for (int i = 0; i < 2; i++) {
-            EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
-            critical(30);
-            handing_off();
-            EXPLORE_REQUIRE((i ? sqf_mutex_unlock(&mu) : sqf_mutex_unlock_fair(&mu)) == 0);
-        }
+    if (id == 0) {
+        hold_mutex_twice(&mu);
     } else if (id == 1) {
         run_loop(begin_mutex);
     } else { /* an untimed thread, twice */
-        for (int i = 0; i < 2; i++) {
-            EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
-            critical(1);
-            EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
-        }
+        lock_mutex_twice(&mu);
     }
 }
 
@@ -431,10 +422,7 @@ static void body_rw(int id, void *arg)
 {
     (void)arg;
     if (id == 0) {
-        EXPLORE_REQUIRE(sqf_rwlock_wrlock(&rw) == 0);
-        write_section();
-        handing_off();
-        EXPLORE_REQUIRE(sqf_rwlock_wrunlock(&rw) == 0);
+        hold_rwlock(&rw);
     } else if (id == 1) {
         run_loop(begin_rw);
     } else { /* an untimed thread writer */
@@ -567,20 +555,11 @@ static void body_open(int id, void *arg)
 {
     (void)arg;
     if (id == 0) {
-        handing_off();
-        EXPLORE_REQUIRE(sqf_latch_count_down(&latch, 1) == 0);
-        for (int i = 0; i < 2; i++) {
-            downs++;
-            EXPLORE_REQUIRE(sqf_countdown_down(&cd) == 0);
-        }
-        EXPLORE_REQUIRE(sqf_event_set(&ev) == 0);
+        open_three(&latch, &cd, &ev, &downs);
     } else if (id == 1) {
         run_loop(begin_open);
     } else {
-        EXPLORE_REQUIRE(sqf_latch_wait(&latch) == 0);
-        EXPLORE_REQUIRE(sqf_countdown_wait(&cd) == 0);
-        EXPLORE_REQUIRE(downs == 2);
-        EXPLORE_REQUIRE(sqf_event_wait(&ev) == 0);
+        wait_three(&latch, &cd, &ev, &downs);
     }
 }
 

@@ -31,13 +31,8 @@ static void setup_mutex(void)
 static void body_mutex(int id, void *arg)
 {
     (void)arg;
-    if (id == 0) { /* the holder: hands off fairly, then wakes plainly */
-        for (int i = 0; i < 2; i++) {
-            EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
-            critical(30);
-            handing_off();
-            EXPLORE_REQUIRE((i ? sqf_mutex_unlock(&mu) : sqf_mutex_unlock_fair(&mu)) == 0);
-        }
+    if (id == 0) {
+        hold_mutex_twice(&mu);
     } else if (id == 1) { /* may give up, twice */
         for (int i = 0; i < 2; i++) {
             int r = sqf_mutex_lock_until(&mu, until(), token());
@@ -47,12 +42,8 @@ static void body_mutex(int id, void *arg)
                 EXPLORE_REQUIRE((i ? sqf_mutex_unlock_fair(&mu) : sqf_mutex_unlock(&mu)) == 0);
             }
         }
-    } else { /* untimed, twice (the second time often barging): must get through */
-        for (int i = 0; i < 2; i++) {
-            EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
-            critical(1);
-            EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
-        }
+    } else {
+        lock_mutex_twice(&mu);
     }
 }
 
@@ -214,10 +205,7 @@ static void body_rw(int id, void *arg)
     int r;
     switch (id) {
     case 0: /* the holder */
-        EXPLORE_REQUIRE(sqf_rwlock_wrlock(&rw) == 0);
-        write_section();
-        handing_off();
-        EXPLORE_REQUIRE(sqf_rwlock_wrunlock(&rw) == 0);
+        hold_rwlock(&rw);
         break;
     case 1: /* a writer that may give up */
         r = sqf_rwlock_wrlock_until(&rw, until(), token());
@@ -298,13 +286,7 @@ static void body_open(int id, void *arg)
     (void)arg;
     int r;
     if (id == 0) { /* opens all three */
-        handing_off();
-        EXPLORE_REQUIRE(sqf_latch_count_down(&latch, 1) == 0);
-        for (int i = 0; i < 2; i++) {
-            downs++;
-            EXPLORE_REQUIRE(sqf_countdown_down(&cd) == 0);
-        }
-        EXPLORE_REQUIRE(sqf_event_set(&ev) == 0);
+        open_three(&latch, &cd, &ev, &downs);
     } else if (id == 1) { /* may give up on each */
         count(sqf_latch_wait_until(&latch, until(), token()));
         r = sqf_countdown_wait_until(&cd, until(), token());
@@ -312,10 +294,7 @@ static void body_open(int id, void *arg)
         if (r == 0) EXPLORE_REQUIRE(downs == 2);
         count(sqf_event_wait_until(&ev, until(), token()));
     } else { /* plain waits: must all return */
-        EXPLORE_REQUIRE(sqf_latch_wait(&latch) == 0);
-        EXPLORE_REQUIRE(sqf_countdown_wait(&cd) == 0);
-        EXPLORE_REQUIRE(downs == 2);
-        EXPLORE_REQUIRE(sqf_event_wait(&ev) == 0);
+        wait_three(&latch, &cd, &ev, &downs);
     }
 }
 

@@ -128,4 +128,57 @@ static inline void write_section(void)
     writers--;
 }
 
+/* The roles the hand-off races share. */
+
+/* The holder: hands the mutex off fairly, then wakes a waiter plainly. */
+static inline void hold_mutex_twice(sqf_mutex *m)
+{
+    for (int i = 0; i < 2; i++) {
+        EXPLORE_REQUIRE(sqf_mutex_lock(m) == 0);
+        critical(30);
+        handing_off();
+        EXPLORE_REQUIRE((i ? sqf_mutex_unlock(m) : sqf_mutex_unlock_fair(m)) == 0);
+    }
+}
+
+/* An untimed locker, twice (the second time often barging): must get through. */
+static inline void lock_mutex_twice(sqf_mutex *m)
+{
+    for (int i = 0; i < 2; i++) {
+        EXPLORE_REQUIRE(sqf_mutex_lock(m) == 0);
+        critical(1);
+        EXPLORE_REQUIRE(sqf_mutex_unlock(m) == 0);
+    }
+}
+
+/* The writer whose unlock hands the rwlock over. */
+static inline void hold_rwlock(sqf_rwlock *l)
+{
+    EXPLORE_REQUIRE(sqf_rwlock_wrlock(l) == 0);
+    write_section();
+    handing_off();
+    EXPLORE_REQUIRE(sqf_rwlock_wrunlock(l) == 0);
+}
+
+/* The opener of a latch (count 1), a countdown (count 2) and an event, and
+ * an untimed waiter on the three; *downs counts the countdown's downs. */
+static inline void open_three(sqf_latch *l, sqf_countdown *c, sqf_event *e, int *downs)
+{
+    handing_off();
+    EXPLORE_REQUIRE(sqf_latch_count_down(l, 1) == 0);
+    for (int i = 0; i < 2; i++) {
+        (*downs)++;
+        EXPLORE_REQUIRE(sqf_countdown_down(c) == 0);
+    }
+    EXPLORE_REQUIRE(sqf_event_set(e) == 0);
+}
+
+static inline void wait_three(sqf_latch *l, sqf_countdown *c, sqf_event *e, const int *downs)
+{
+    EXPLORE_REQUIRE(sqf_latch_wait(l) == 0);
+    EXPLORE_REQUIRE(sqf_countdown_wait(c) == 0);
+    EXPLORE_REQUIRE(*downs == 2);
+    EXPLORE_REQUIRE(sqf_event_wait(e) == 0);
+}
+
 #endif
