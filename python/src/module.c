@@ -137,7 +137,15 @@ static PyObject *raise_errno(int e, const char *what)
     return NULL;
 }
 
-/* n (a count argument) in 1..max, else ValueError. */
+/* __exit__'s result from the release it made: False (exceptions pass). */
+static PyObject *exit_result(PyObject *released)
+{
+    if (!released) return NULL;
+    Py_DECREF(released);
+    Py_RETURN_FALSE;
+}
+
+/* n (a count argument, 1 if absent) in 1..max, else ValueError. */
 static int count_arg(PyObject *arg, unsigned long max, unsigned *out, const char *what)
 {
     if (arg == NULL) {
@@ -146,8 +154,12 @@ static int count_arg(PyObject *arg, unsigned long max, unsigned *out, const char
     }
     long long v = PyLong_AsLongLong(arg);
     if (v == -1 && PyErr_Occurred()) return -1;
-    if (v < 1 || (unsigned long long)v > max) {
-        PyErr_Format(PyExc_ValueError, "%s must be between 1 and %lu", what, max);
+    if (v < 1) { /* threading's words */
+        PyErr_Format(PyExc_ValueError, "%s must be one or more", what);
+        return -1;
+    }
+    if ((unsigned long long)v > max) {
+        PyErr_Format(PyExc_ValueError, "%s must be at most %lu", what, max);
         return -1;
     }
     *out = (unsigned)v;
@@ -469,21 +481,8 @@ static PyObject *Sem_acquire(SemObject *self, PyObject *args, PyObject *kw)
     return bool_result(r, "acquire failed");
 }
 
-static PyObject *Sem_release(SemObject *self, PyObject *args, PyObject *kw)
+static PyObject *sem_release_n(SemObject *self, unsigned n)
 {
-    static char *kwlist[] = {"n", NULL};
-    PyObject *n_arg = NULL;
-    unsigned n;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:release", kwlist, &n_arg)) return NULL;
-    if (n_arg) {
-        long long v = PyLong_AsLongLong(n_arg);
-        if (v == -1 && PyErr_Occurred()) return NULL;
-        if (v < 1) {
-            PyErr_SetString(PyExc_ValueError, "n must be one or more");
-            return NULL;
-        }
-    }
-    if (count_arg(n_arg, SQF_SEM_VALUE_MAX, &n, "n") < 0) return NULL;
     int e = self->bounded && self->bound == 0 ? EOVERFLOW : sqf_sem_release(&self->s, n);
     if (e == EOVERFLOW) {
         PyErr_SetString(PyExc_ValueError, self->bounded ? "Semaphore released too many times"
@@ -494,26 +493,20 @@ static PyObject *Sem_release(SemObject *self, PyObject *args, PyObject *kw)
     Py_RETURN_NONE;
 }
 
-static PyObject *Sem_enter(SemObject *self, PyObject *unused)
+static PyObject *Sem_release(SemObject *self, PyObject *args, PyObject *kw)
 {
-    (void)unused;
-    PyObject *empty = PyTuple_New(0);
-    if (!empty) return NULL;
-    PyObject *r = Sem_acquire(self, empty, NULL);
-    Py_DECREF(empty);
-    return r;
+    static char *kwlist[] = {"n", NULL};
+    PyObject *n_arg = NULL;
+    unsigned n;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:release", kwlist, &n_arg)) return NULL;
+    if (count_arg(n_arg, SQF_SEM_VALUE_MAX, &n, "n") < 0) return NULL;
+    return sem_release_n(self, n);
 }
 
 static PyObject *Sem_exit(SemObject *self, PyObject *args)
 {
     (void)args;
-    PyObject *empty = PyTuple_New(0);
-    if (!empty) return NULL;
-    PyObject *r = Sem_release(self, empty, NULL);
-    Py_DECREF(empty);
-    if (!r) return NULL;
-    Py_DECREF(r);
-    Py_RETURN_FALSE;
+    return exit_result(sem_release_n(self, 1));
 }
 
 static PyObject *Sem_value(SemObject *self, void *closure)
@@ -530,7 +523,8 @@ static PyMethodDef Sem_methods[] = {
      "needed: True, or False if not blocking or if the timeout (seconds) passed first."},
     {"release", (PyCFunction)(void (*)(void))Sem_release, METH_VARARGS | METH_KEYWORDS,
      "release(n=1)\n\nAdd n permits, waking up to n waiters with one system call."},
-    {"__enter__", (PyCFunction)Sem_enter, METH_NOARGS, "acquire()"},
+    {"__enter__", (PyCFunction)(void (*)(void))Sem_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire()"},
     {"__exit__", (PyCFunction)Sem_exit, METH_VARARGS, "release()"},
     {NULL, NULL, 0, NULL}};
 
@@ -655,10 +649,7 @@ static PyObject *Lock_locked(LockObject *self, PyObject *unused)
 static PyObject *Lock_exit(LockObject *self, PyObject *args)
 {
     (void)args;
-    PyObject *r = Lock_release(self, NULL);
-    if (!r) return NULL;
-    Py_DECREF(r);
-    Py_RETURN_FALSE;
+    return exit_result(Lock_release(self, NULL));
 }
 
 static PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw)
@@ -698,10 +689,7 @@ static PyObject *RLock_release(LockObject *self, PyObject *unused)
 static PyObject *RLock_exit(LockObject *self, PyObject *args)
 {
     (void)args;
-    PyObject *r = RLock_release(self, NULL);
-    if (!r) return NULL;
-    Py_DECREF(r);
-    Py_RETURN_FALSE;
+    return exit_result(RLock_release(self, NULL));
 }
 
 /* threading.Condition uses these on an RLock it is given. */
@@ -884,10 +872,8 @@ static PyObject *Cond_release(CondObject *self, PyObject *unused)
 
 static PyObject *Cond_exit(CondObject *self, PyObject *args)
 {
-    PyObject *r = Cond_release(self, args);
-    if (!r) return NULL;
-    Py_DECREF(r);
-    Py_RETURN_FALSE;
+    (void)args;
+    return exit_result(Cond_release(self, NULL));
 }
 
 static PyObject *Cond_is_owned(CondObject *self, PyObject *unused)
