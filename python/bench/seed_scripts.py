@@ -30,7 +30,7 @@ the floor and at least 20x faster than the seed's code; exponents at most
 the floor's + 0.05), each met or missed.
 """
 import argparse
-import math
+import functools
 import os
 import statistics
 import subprocess
@@ -203,14 +203,22 @@ ONE = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _sqbench_plot():
+    """sqbench's plot.py (standard library only at import), for its fit."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
+                        "sqbench", "plot.py")
+    spec = importlib.util.spec_from_file_location("sqbench_plot", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def exponent(ns, ys):
-    pts = [(math.log(n), math.log(y)) for n, y in zip(ns, ys) if y > 0]
-    if len(pts) < 2:
-        return float("nan")
-    mx = sum(p[0] for p in pts) / len(pts)
-    my = sum(p[1] for p in pts) / len(pts)
-    d = sum((p[0] - mx) ** 2 for p in pts)
-    return sum((p[0] - mx) * (p[1] - my) for p in pts) / d if d else float("nan")
+    """The fitted exponent k of y ~ n^k, as sqbench fits it (nan if it cannot)."""
+    k = _sqbench_plot().slope(list(zip(ns, ys)))
+    return float("nan") if k is None else k
 
 
 def main():
