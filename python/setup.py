@@ -37,5 +37,5 @@ setup(
     package_dir={"squarefree": os.path.join(HERE, "squarefree")},
     package_data={"squarefree": ["py.typed", "*.pyi"]},
     ext_modules=[ext],
-    python_requires=">=3.9",
+    python_requires=">=3.10",
 )

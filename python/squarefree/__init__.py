@@ -1,7 +1,7 @@
 """squarefree: synchronization primitives that never meet the square.
 
-Drop-in for threading's Lock, RLock, Condition, Event, Semaphore and
-BoundedSemaphore, and the
+Drop-in for threading's Lock, RLock, Condition, Event, Semaphore,
+BoundedSemaphore and Barrier, and the
 seed's cures for the square: Latch (start n threads, wake them with one
 call) and CountdownEvent (a count that many threads move and wait on).
 A wake-all is one system call whatever the number of waiters; every
@@ -11,11 +11,11 @@ taken.
 """
 import time as _time
 
-from ._squarefree import (BoundedSemaphore, BrokenLatchError, CountdownEvent, Event, Latch, Lock,
-                          Once, RLock, Semaphore, _Condition)
+from ._squarefree import (Barrier, BoundedSemaphore, BrokenBarrierError, BrokenLatchError,
+                          CountdownEvent, Event, Latch, Lock, Once, RLock, Semaphore, _Condition)
 
-__all__ = ["BoundedSemaphore", "BrokenLatchError", "Condition", "CountdownEvent", "Event",
-           "Latch", "Lock", "Once", "RLock", "Semaphore"]
+__all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchError", "Condition",
+           "CountdownEvent", "Event", "Latch", "Lock", "Once", "RLock", "Semaphore"]
 
 
 class Condition(_Condition):

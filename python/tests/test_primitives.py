@@ -594,3 +594,193 @@ def test_once_reentry_is_an_error():
         inner.append(1)
 
     assert o.run(fn) is True and inner == [1]
+
+
+# --- Barrier (threading.Barrier's semantics, as Lib/test/lock_tests.py checks them) ----
+
+N = 5
+
+
+def run_parties(fn, n=N):
+    ts = start(fn, n)
+    join_all(ts)
+
+
+def test_barrier_phases_and_indices():
+    b = sf.Barrier(N)
+    indices, phases = [], []
+    lock = threading.Lock()
+
+    def party():
+        for phase in range(3):
+            i = b.wait(10)
+            with lock:
+                indices.append((phase, i))
+            # Nobody may start phase+1 before all have finished phase.
+            with lock:
+                phases.append(phase)
+            b.wait(10)
+            with lock:  # everyone appended before anyone passed the barrier
+                assert phases.count(phase) == N
+
+    run_parties(party)
+    for phase in range(3):
+        assert sorted(i for p, i in indices if p == phase) == list(range(N))
+    assert b.n_waiting == 0 and not b.broken and b.parties == N
+
+
+def test_barrier_action_runs_once_per_phase_before_release():
+    ran = []
+    results = []
+    b = sf.Barrier(N, action=lambda: ran.append(len(results)))
+
+    def party():
+        b.wait(10)
+        results.append(True)  # after the action of this phase
+
+    run_parties(party)
+    assert ran == [0] and len(results) == N
+
+
+def test_barrier_action_raising_breaks_it():
+    class Boom(Exception):
+        pass
+
+    def action():
+        raise Boom()
+
+    b = sf.Barrier(N, action=action)
+    outcome = []
+
+    def party():
+        try:
+            b.wait(10)
+            outcome.append("ok")
+        except Boom:
+            outcome.append("boom")
+        except threading.BrokenBarrierError:
+            outcome.append("broken")
+
+    run_parties(party)
+    assert sorted(outcome) == ["boom"] + ["broken"] * (N - 1)
+    assert b.broken
+    with pytest.raises(threading.BrokenBarrierError):
+        b.wait(1)
+
+
+def test_barrier_timeout_breaks_it():
+    b = sf.Barrier(N)
+    begin = time.monotonic()
+    with pytest.raises(sf.BrokenBarrierError):
+        b.wait(0.05)
+    assert 0.04 < time.monotonic() - begin < 5
+    assert b.broken
+    with pytest.raises(threading.BrokenBarrierError):
+        b.wait()  # at once: no hang
+
+
+def test_barrier_default_timeout():
+    b = sf.Barrier(2, timeout=0.05)
+    with pytest.raises(threading.BrokenBarrierError):
+        b.wait()
+    assert b.broken
+
+
+def test_barrier_abort_wakes_waiters():
+    b = sf.Barrier(N)
+    outcome = []
+
+    def party():
+        try:
+            b.wait(10)
+            outcome.append("ok")
+        except threading.BrokenBarrierError:
+            outcome.append("broken")
+
+    ts = start(party, N - 1)
+    deadline = time.monotonic() + 10
+    while b.n_waiting < N - 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert b.n_waiting == N - 1
+    b.abort()
+    join_all(ts)
+    assert outcome == ["broken"] * (N - 1)
+    assert b.broken and b.n_waiting == 0
+
+
+def test_barrier_reset():
+    """As lock_tests' test_reset: one party resets while the others wait;
+    they get BrokenBarrierError, then all pass the barrier again."""
+    b = sf.Barrier(N)
+    broken, passed = [], []
+    lock = threading.Lock()
+
+    def party():
+        i = b.wait(10)
+        if i == N // 2:
+            deadline = time.monotonic() + 10
+            while b.n_waiting < N - 1 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            b.reset()
+        else:
+            try:
+                b.wait(10)
+            except threading.BrokenBarrierError:
+                with lock:
+                    broken.append(True)
+        b.wait(10)  # the barrier works again
+        with lock:
+            passed.append(True)
+
+    run_parties(party)
+    assert len(broken) == N - 1 and len(passed) == N
+    assert not b.broken
+
+
+def test_barrier_reset_repairs_a_broken_one():
+    b = sf.Barrier(2)
+    b.abort()
+    assert b.broken
+    b.reset()
+    assert not b.broken
+    run_parties(lambda: b.wait(10), 2)
+
+
+def test_barrier_bad_input():
+    with pytest.raises(ValueError):
+        sf.Barrier(0)
+    with pytest.raises(ValueError):
+        sf.Barrier(-3)
+    with pytest.raises(TypeError):
+        sf.Barrier(2, action=42)
+    with pytest.raises(ValueError):
+        sf.Barrier(2, timeout=-1)
+    b = sf.Barrier(2)
+    with pytest.raises(ValueError):
+        b.wait(-1)
+
+    def action():
+        b.wait(1)
+
+    b2 = sf.Barrier(1, action=lambda: b2.wait(1))
+    with pytest.raises(RuntimeError):
+        b2.wait(1)  # from its own action: an error, not a deadlock
+
+
+def test_barrier_1000_threads_one_phase():
+    n = 1000
+    b = sf.Barrier(n)
+    got = []
+    run_parties(lambda: got.append(b.wait(30)), n)
+    assert sorted(got) == list(range(n))
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+def test_signal_interrupts_barrier(usr1_raises):
+    b = sf.Barrier(2)
+    t = interrupt_main_after(0.05)
+    with pytest.raises(Interrupted):
+        b.wait(5)
+    t.join()
+    assert b.broken  # a party that left breaks the phase, as a time-out does
