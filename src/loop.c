@@ -236,16 +236,23 @@ int sqf_loop_countdown_wait(sqf_loop *loop, sqf_loop_op *op, sqf_countdown *c,
     return go(o);
 }
 
-int sqf_loop_barrier_wait(sqf_loop *loop, sqf_loop_op *op, sqf_barrier *b, sqf_deadline deadline,
-                          const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
+int sqf_loop_barrier_wait_fn(sqf_loop *loop, sqf_loop_op *op, sqf_barrier *b, sqf_deadline deadline,
+                             const sqf_cancel *cancel, void (*completion)(void *),
+                             void *completion_arg, unsigned *index, sqf_loop_cb cb, void *arg)
 {
     if (!loop || !op || !b || !cb) return EINVAL;
     struct loop_op *o = prepare(loop, op, sqf_barrier_wait_step_, deadline, cancel, cb, arg);
     o->w.u.barrier.b = b;
-    o->w.u.barrier.completion = NULL;
-    o->w.u.barrier.arg = NULL;
-    o->w.u.barrier.index = NULL;
+    o->w.u.barrier.completion = completion;
+    o->w.u.barrier.arg = completion_arg;
+    o->w.u.barrier.index = index;
     return go(o);
+}
+
+int sqf_loop_barrier_wait(sqf_loop *loop, sqf_loop_op *op, sqf_barrier *b, sqf_deadline deadline,
+                          const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
+{
+    return sqf_loop_barrier_wait_fn(loop, op, b, deadline, cancel, NULL, NULL, NULL, cb, arg);
 }
 
 int sqf_loop_rwlock_rdlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l, sqf_deadline deadline,

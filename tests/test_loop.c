@@ -14,6 +14,7 @@
 #include <squarefree/loop.h>
 
 #include "atomic.h"
+#include "barrier_word.h"
 #include "check.h"
 
 static sqf_loop *loop;
@@ -205,6 +206,48 @@ static void test_woken(void)
     CHECK_EQ(sqf_event_destroy(&e), 0);
     CHECK_EQ(sqf_latch_destroy(&la), 0);
     CHECK_EQ(sqf_countdown_destroy(&cd), 0);
+    CHECK_EQ(sqf_barrier_destroy(&b), 0);
+}
+
+/* sqf_loop_barrier_wait_fn: a loop task that arrives first gets index 0 at
+ * its callback; one that arrives last runs the completion inside the call,
+ * before the phase is released, and gets index parties-1 at once. */
+static int completions;
+static void count_completion(void *arg)
+{
+    CHECK(arg == &completions);
+    completions++;
+}
+static void test_barrier_fn(void)
+{
+    int base = done;
+    completions = 0;
+    sqf_barrier b;
+    sqf_barrier_init(&b, 2, SQF_PRIVATE);
+    unsigned index = 9;
+    CHECK_EQ(sqf_loop_barrier_wait_fn(loop, &ops[0], &b, SQF_FOREVER, NULL, count_completion,
+                                      &completions, &index, CB(0)),
+             EINPROGRESS);
+    struct later l;
+    after_a_while(&l, do_barrier, &b);
+    run_until(base + 1);
+    join(&l);
+    CHECK_EQ(results[0], 0);
+    CHECK_EQ(index, 0);
+    CHECK_EQ(completions, 0); /* the thread arrived last, without a completion */
+
+    index = 9;
+    struct later t;
+    after_a_while(&t, do_barrier, &b); /* arrives first, sleeps */
+    while ((at_load(ba_word(&b), RLX) & BA_COUNT) == 0)
+        sleep_ms(1);
+    CHECK_EQ(sqf_loop_barrier_wait_fn(loop, &ops[1], &b, SQF_FOREVER, NULL, count_completion,
+                                      &completions, &index, CB(1)),
+             0);
+    CHECK_EQ(index, 1);
+    CHECK_EQ(completions, 1);
+    join(&t);
+    CHECK_EQ(done, base + 1); /* at once: no callback */
     CHECK_EQ(sqf_barrier_destroy(&b), 0);
 }
 
@@ -463,6 +506,7 @@ static int on_backend(unsigned flags, const char *name)
     test_locks();
     test_destroy_in_callback();
     test_fd();
+    test_barrier_fn();
     test_shared();
     test_shared_free();
     CHECK_EQ(sqf_loop_destroy(loop), 0);

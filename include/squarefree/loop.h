@@ -206,10 +206,19 @@ SQF_API int sqf_loop_countdown_wait(sqf_loop *loop, sqf_loop_op *op, sqf_countdo
                                     sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
                                     void *arg);
 /** As sqf_barrier_wait_until without a completion function; the callback's
- *  result is 0 when the phase completed (the arrival index is not reported). */
+ *  result is 0 when the phase completed. */
 SQF_API int sqf_loop_barrier_wait(sqf_loop *loop, sqf_loop_op *op, sqf_barrier *b,
                                   sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
                                   void *arg);
+/** As sqf_barrier_wait_until: if the loop's task arrives last, `completion`
+ *  (may be NULL) runs on the loop's thread, inside this call or a dispatch,
+ *  before the phase is released; on 0, *index (may be NULL; it must stay
+ *  valid until the callback) is the arrival index, written before the
+ *  callback runs or this call returns. */
+SQF_API int sqf_loop_barrier_wait_fn(sqf_loop *loop, sqf_loop_op *op, sqf_barrier *b,
+                                     sqf_deadline deadline, const sqf_cancel *cancel,
+                                     void (*completion)(void *), void *completion_arg,
+                                     unsigned *index, sqf_loop_cb cb, void *arg);
 SQF_API int sqf_loop_rwlock_rdlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l,
                                    sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
                                    void *arg);
