@@ -6,6 +6,7 @@ Install into a virtual environment, offline, with:
 
     python3 -m venv venv && venv/bin/pip install --no-build-isolation ./python
 """
+import glob
 import os
 
 from setuptools import Extension, setup
@@ -13,17 +14,29 @@ from setuptools import Extension, setup
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# The library's sources this module needs (CMakeLists.txt's SQF_CORE_SOURCES
-# and the Linux futex wait backend with its user-space table).
+# The library's sources this module needs (CMakeLists.txt's SQF_CORE_SOURCES,
+# the event-loop driver that asyncio's waits run on, and the Linux futex
+# wait backend with its user-space table).
 LIB = ["time.c", "cpu.c", "mutex.c", "combine.c", "cond.c", "sem.c", "once.c", "event.c",
        "latch.c", "barrier.c", "cancel.c", "rwlock.c", "countdown.c",
+       "loop.c", "loop/split.c", "loop/uring.c", "loop/fallback.c",
        "wait/futex_linux.c", "wait/table.c"]
+
+# The io_uring loop backend, when liburing's headers and static library are
+# there (Debian: liburing-dev), linked in statically as the rest; without
+# them asyncio's waits use the fallback backend, which works on any kernel.
+URING_A = sorted(glob.glob("/usr/lib/*/liburing.a") + glob.glob("/usr/lib/liburing.a")
+                 + glob.glob("/usr/local/lib/liburing.a"))
+URING = os.path.exists("/usr/include/liburing.h") and bool(URING_A) \
+    and os.environ.get("SQF_PY_URING", "1") != "0"
 
 ext = Extension(
     "squarefree._squarefree",
     sources=[os.path.join(HERE, "src", "module.c")] + [os.path.join(ROOT, "src", f) for f in LIB],
     include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "src")],
-    define_macros=[("SQF_NO_INLINE", None)],
+    define_macros=[("SQF_NO_INLINE", None)] + ([("SQF_HAVE_URING", None)] if URING else []),
+    extra_objects=URING_A[:1] if URING else [],
+    extra_link_args=["-Wl,--exclude-libs,ALL"],  # liburing's symbols stay private
     extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Werror"]
     + (["-O0", "-g"] if os.environ.get("SQF_PY_DEBUG") else []),
 )

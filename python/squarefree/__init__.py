@@ -1,21 +1,189 @@
 """squarefree: synchronization primitives that never meet the square.
 
 Drop-in for threading's Lock, RLock, Condition, Event, Semaphore,
-BoundedSemaphore and Barrier, and the
-seed's cures for the square: Latch (start n threads, wake them with one
-call) and CountdownEvent (a count that many threads move and wait on).
-A wake-all is one system call whatever the number of waiters; every
-blocking call releases the GIL while it sleeps and is interrupted by a
-signal handler that raises (Ctrl-C) in the main thread, leaving nothing
-taken.
-"""
-import time as _time
+BoundedSemaphore and Barrier, and the seed's cures for the square: Latch
+(start n threads, wake them with one call) and CountdownEvent (a count that
+many threads move and wait on).  A wake-all is one system call whatever the
+number of waiters; every blocking call releases the GIL while it sleeps and
+is interrupted by a signal handler that raises (Ctrl-C) in the main thread,
+leaving nothing taken.
 
-from ._squarefree import (Barrier, BoundedSemaphore, BrokenBarrierError, BrokenLatchError,
-                          CountdownEvent, Event, Latch, Lock, Once, RLock, Semaphore, _Condition)
+asyncio tasks wait on the same objects, beside threads: ``async with
+lock``, ``await sem.async_acquire()``, ``await event.async_wait()`` and the
+same on Latch, CountdownEvent and Barrier, from any number of event loops
+in any number of threads.  A task's wait costs no thread: each event loop
+gets one squarefree loop (an io_uring ring whose futex waits sit in the
+same kernel queues as sleeping threads, or the portable fallback), watched
+with ``loop.add_reader``.  Cancelling a waiting task (``task.cancel()``,
+``asyncio.timeout``) takes nothing: a lock or permit that reached it as it
+was cancelled is given back.  Do not call a blocking method (``acquire()``,
+``wait()``) on an event loop's own thread: it blocks the loop, and the
+tasks that would release it with it.  RLock, Condition and Once are for
+threads only (their ownership is a thread's).
+"""
+import asyncio as _asyncio
+import time as _time
+import weakref as _weakref
+
+from . import _squarefree as _c
+from ._squarefree import (BoundedSemaphore as _BoundedSemaphore, BrokenBarrierError,
+                          BrokenLatchError, CountdownEvent as _CountdownEvent, Event as _Event,
+                          Latch as _Latch, Lock as _Lock, Once, RLock, Semaphore as _Semaphore,
+                          Barrier as _Barrier, _Condition)
 
 __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchError", "Condition",
            "CountdownEvent", "Event", "Latch", "Lock", "Once", "RLock", "Semaphore"]
+
+# --- asyncio ---------------------------------------------------------------------------
+
+# The kinds of wait _LoopDriver.start knows (module.c's enum aio_kind).
+_LOCK, _SEM, _EVENT, _LATCH, _COUNTDOWN, _BARRIER = range(6)
+
+# One driver (an sqf_loop) per event loop, made on first use, stored on the
+# loop itself: the loop, its driver, the pending waits and their tasks then
+# form one cycle, which the collector can free when the loop is dropped,
+# closing the tasks' coroutines, which finish their waits.  (A loop without
+# a __dict__ keeps its driver in _drivers: its waiting tasks live as long
+# as the interpreter.)
+_drivers = _weakref.WeakKeyDictionary()
+
+
+def _driver(loop):
+    d = getattr(loop, "_squarefree_driver", None)
+    if d is None:
+        d = _drivers.get(loop)
+        if d is None:
+            d = _c._LoopDriver()
+            loop.add_reader(d.fileno(), d.dispatch)
+            try:
+                loop._squarefree_driver = d
+            except AttributeError:
+                _drivers[loop] = d
+    return d
+
+
+async def _wait(kind, target, timeout):
+    """Wait as a task of the running loop: the blocking call's value."""
+    loop = _asyncio.get_running_loop()
+    d = _driver(loop)
+    while True:
+        r = d.start(kind, target, timeout, loop)
+        if r.__class__ is _c._LoopOp:
+            op = r
+            try:
+                r = await op.future
+            except GeneratorExit:  # closed without its loop: finish the wait here
+                op.abandon(True)
+                raise
+            except BaseException:  # cancelled: give back what reached us
+                op.abandon(False)
+                raise
+        if r is not _c._AGAIN:  # (a barrier's reset ended: arrive again)
+            return r
+
+
+class Lock(_Lock):
+    __doc__ = _Lock.__doc__ + """
+
+For asyncio tasks: ``async with lock`` and ``await lock.async_acquire()``;
+threads and tasks exclude each other."""
+    __slots__ = ()
+
+    async def async_acquire(self, timeout=None):
+        """Take the lock as a task, waiting for it if needed (for ever, or
+        timeout seconds): True, or False if the timeout passed first."""
+        return await _wait(_LOCK, self, timeout)
+
+    async def __aenter__(self):
+        await _wait(_LOCK, self, None)
+
+    async def __aexit__(self, exc_type, exc, tb):
+        self.release()
+
+
+class Semaphore(_Semaphore):
+    __doc__ = _Semaphore.__doc__ + """
+
+For asyncio tasks: ``async with sem`` and ``await sem.async_acquire()``."""
+    __slots__ = ()
+
+    async def async_acquire(self, timeout=None):
+        """Take a permit as a task, waiting for one if needed: True, or
+        False if the timeout (seconds) passed first."""
+        return await _wait(_SEM, self, timeout)
+
+    async def __aenter__(self):
+        await _wait(_SEM, self, None)
+
+    async def __aexit__(self, exc_type, exc, tb):
+        self.release()
+
+
+class BoundedSemaphore(_BoundedSemaphore):
+    __doc__ = _BoundedSemaphore.__doc__
+    __slots__ = ()
+    async_acquire = Semaphore.async_acquire
+    __aenter__ = Semaphore.__aenter__
+    __aexit__ = Semaphore.__aexit__
+
+
+class Event(_Event):
+    __doc__ = _Event.__doc__ + """
+
+For asyncio tasks: ``await event.async_wait()``."""
+    __slots__ = ()
+
+    async def async_wait(self, timeout=None):
+        """As wait(), for a task: True, or False if the timeout passed."""
+        return await _wait(_EVENT, self, timeout)
+
+
+class Latch(_Latch):
+    __doc__ = _Latch.__doc__ + """
+
+For asyncio tasks: ``await latch.async_wait()``."""
+    __slots__ = ()
+
+    async def async_wait(self, timeout=None):
+        """As wait(), for a task: True, or False if the timeout passed;
+        BrokenLatchError once aborted."""
+        return await _wait(_LATCH, self, timeout)
+
+
+class CountdownEvent(_CountdownEvent):
+    __doc__ = _CountdownEvent.__doc__ + """
+
+For asyncio tasks: ``await countdown.async_wait()``."""
+    __slots__ = ()
+
+    async def async_wait(self, timeout=None):
+        """As wait(), for a task: True, or False if the timeout passed."""
+        return await _wait(_COUNTDOWN, self, timeout)
+
+
+class Barrier(_Barrier):
+    __doc__ = _Barrier.__doc__ + """
+
+For asyncio tasks: ``await barrier.async_wait()``; threads and tasks may be
+parties of the same phase.  When a task arrives last, the action runs on
+its event loop's thread."""
+    __slots__ = ()
+
+    async def async_wait(self, timeout=None):
+        """As wait(), for a task: the arrival index; BrokenBarrierError if
+        the barrier is or becomes broken (a time-out breaks it)."""
+        return await _wait(_BARRIER, self, timeout)
+
+    def reset(self):
+        """Return the barrier to its initial, unbroken state; threads and
+        tasks waiting on it get BrokenBarrierError."""
+        try:
+            loop = _asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs in this thread
+            d = None
+        else:
+            d = getattr(loop, "_squarefree_driver", None) or _drivers.get(loop)
+        _Barrier.reset(self, d.dispatch if d is not None else None)
 
 
 class Condition(_Condition):
