@@ -5,7 +5,7 @@
 #   scripts/run.sh                 sqbench report --quick --csv out/report, then its
 #                                  Python part: the seed's own scripts against the
 #                                  Python module's cures (python/bench/seed_scripts.py
-#                                  --quick, into out/report/seed_scripts.csv)
+#                                  --quick, into out/report/seed_scripts.csv and .png)
 #   scripts/run.sh ARGS...         sqbench ARGS...   (e.g. `report`, `s2 --n 100,1600`)
 #
 # The quick report takes under 3 minutes on 2 cores; `scripts/run.sh report
@@ -48,5 +48,6 @@ rm -rf "$VENV" "$ROOT/python/build" "$ROOT"/python/*.egg-info
 "$VENV/bin/pip" install --no-build-isolation --no-index "$ROOT/python" >"$ROOT/out/release/pip.log" 2>&1 ||
     { cat "$ROOT/out/release/pip.log" >&2; exit 2; }
 rm -rf "$ROOT/python/build" "$ROOT"/python/*.egg-info
-(cd "$ROOT/out/release" && "$VENV/bin/python" "$ROOT/python/bench/seed_scripts.py" --quick \
-    --csv "$ROOT/out/report/seed_scripts.csv")
+# Debian's python3 (matplotlib) draws; the venv's runs each script.
+(cd "$ROOT/out/release" && /usr/bin/python3 "$ROOT/python/bench/seed_scripts.py" --quick \
+    --python "$VENV/bin/python" --csv "$ROOT/out/report/seed_scripts.csv" --plot "$ROOT/out/report")

@@ -24,6 +24,11 @@ and variants:
 
 Usage:
   seed_scripts.py [--quick] [--runs R] [--n LIST] [--python EXE] [--csv FILE]
+                  [--plot DIR]
+--python is the interpreter that runs each script (one with squarefree
+installed); --plot draws DIR/seed_scripts.png and .svg (log-log, one panel
+per case) and needs matplotlib in the interpreter running this script
+(Debian: python3-matplotlib, so /usr/bin/python3).
 The report: medians (min-max) in seconds, factors against the smallest n,
 fitted exponents, and the targets (at the largest n every cure within 1.5x
 the floor and at least 20x faster than the seed's code; exponents at most
@@ -221,6 +226,50 @@ def exponent(ns, ys):
     return float("nan") if k is None else k
 
 
+TITLES = {
+    "start": "start n threads",
+    "mutex": "serialise n threads through a lock",
+    "notify": "notify n threads",
+}
+
+
+def plot(outdir, ns, med, runs, limit):
+    """The table as a figure: each case's variants and the floor, log-log."""
+    P = _sqbench_plot()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    style = P.Styles(None)
+    names = {"seed": "threading (seed)", "threads": "floor"}
+    fig, axes = P.grid_of(plt, 3)
+    for ax, case in zip(axes, ["start", "mutex", "notify"]):
+        series = {}
+        for c, variant in [(case, v) for v in CASES[case]] + [("floor", "threads")]:
+            pts = []
+            for n in ns:
+                m = med[(c, variant, n)]
+                if m is None:  # over the time limit from here on
+                    pts.append((n, "limit", limit))
+                    break
+                pts.append((n, "ok", m[0]))
+            series[(names.get(variant, "sqf " + variant), None)] = pts
+
+        def label(variant, _threads, pts):
+            k = P.slope([(p[0], p[2]) for p in pts if p[1] == "ok"])
+            return "%s (k=%.2f)" % (variant, k) if k is not None else variant
+
+        P.plot_lines(ax, series, style, label)
+        P.log_axis(ax, "x", ticks=ns)
+        P.log_axis(ax, "y")
+        P.finish(ax, TITLES[case], "n (threads)", "median seconds", loc="upper left")
+    fig.suptitle("The seed's Python experiments, CPython %s: threading against squarefree "
+                 "(%s; k = fitted slope: 1 linear, 2 the square)"
+                 % (sys.version.split()[0], P.runs_text(runs)), fontsize=11)
+    fig.tight_layout()
+    P.save(plt, fig, outdir, "seed_scripts")
+    return [os.path.join(outdir, "seed_scripts.png"), os.path.join(outdir, "seed_scripts.svg")]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--one", nargs=3, metavar=("CASE", "VARIANT", "N"))
@@ -229,6 +278,7 @@ def main():
     ap.add_argument("--n", default=None)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--csv", default=None)
+    ap.add_argument("--plot", default=None, metavar="DIR")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per run at most")
     a = ap.parse_args()
     if a.one:
@@ -312,6 +362,14 @@ def main():
                 print("    [%s] %s %s: %s (%s)" % ("met" if ok else "MISSED", case, variant,
                                                  what, fig))
     print("  %d of %d targets met" % (met, total))
+    if a.plot:
+        try:
+            made = plot(a.plot, ns, med, a.runs, a.limit)
+        except ImportError as e:
+            print("  no plot: %s (Debian: python3-matplotlib; run this script with "
+                  "/usr/bin/python3 and --python)" % e)
+        else:
+            print("  plot: %s" % ", ".join(made))
     return 0
 
 
