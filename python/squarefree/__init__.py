@@ -21,7 +21,7 @@ was cancelled is given back.  Do not call a blocking method (``acquire()``,
 tasks that would release it with it.  RLock, Condition and Once are for
 threads only (their ownership is a thread's).
 """
-import asyncio as _asyncio
+import sys as _sys
 import time as _time
 import weakref as _weakref
 
@@ -48,6 +48,16 @@ _LOCK, _SEM, _EVENT, _LATCH, _COUNTDOWN, _BARRIER = range(6)
 _drivers = _weakref.WeakKeyDictionary()
 
 
+def _running_loop():
+    """asyncio.get_running_loop(), without importing asyncio (tens of
+    milliseconds) into programs of threads only: whoever runs a loop has
+    imported it already."""
+    asyncio = _sys.modules.get("asyncio")
+    if asyncio is None:
+        raise RuntimeError("no running event loop")
+    return asyncio.get_running_loop()
+
+
 def _driver(loop):
     d = getattr(loop, "_squarefree_driver", None)
     if d is None:
@@ -64,7 +74,7 @@ def _driver(loop):
 
 async def _wait(kind, target, timeout):
     """Wait as a task of the running loop: the blocking call's value."""
-    loop = _asyncio.get_running_loop()
+    loop = _running_loop()
     d = _driver(loop)
     while True:
         r = d.start(kind, target, timeout, loop)
@@ -178,7 +188,7 @@ its event loop's thread."""
         """Return the barrier to its initial, unbroken state; threads and
         tasks waiting on it get BrokenBarrierError."""
         try:
-            loop = _asyncio.get_running_loop()
+            loop = _running_loop()
         except RuntimeError:  # no loop runs in this thread
             d = None
         else:
