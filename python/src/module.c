@@ -66,6 +66,9 @@ static int deadline_of(PyObject *timeout, sqf_deadline *out)
  * woken thread at a time waits for the GIL, and opens the turnstile for
  * the next as soon as it holds it: a chain, each woken thread waking the
  * next once it can run, and at most two threads contending for the GIL.
+ * Measured on 2 CPUs (800 threads woken by one Latch, from the opening to
+ * the last thread back in Python, medians of 7): no turnstile 145 ms; one
+ * at a time 52 ms; two, three or four at a time 61, 66 and 66 ms.
  * Only threads without the GIL wait on it, and its holder waits for
  * nothing but the GIL, so it cannot deadlock. */
 static sqf_sem turnstile;
