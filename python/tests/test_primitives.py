@@ -107,6 +107,37 @@ def test_latch_1000_threads():
     assert len(passed) == n
 
 
+@pytest.mark.parametrize("kind", ["event", "countdown", "semaphore"])
+def test_1000_threads_woken_by_one_call(kind):
+    """1,000 threads asleep on one Event, CountdownEvent or Semaphore, all
+    woken by one call (set, down, release(n)); a lost wake-up leaves one
+    asleep (join_all fails), a duplicated permit shows in the count."""
+    n = 1000
+    arrived = sf.CountdownEvent(n)
+    obj = {"event": sf.Event, "countdown": lambda: sf.CountdownEvent(1),
+           "semaphore": lambda: sf.Semaphore(0)}[kind]()
+    wait = obj.acquire if kind == "semaphore" else obj.wait
+    got = []
+
+    def worker():
+        arrived.down()
+        got.append(wait(timeout=30))
+
+    ts = start(worker, n)
+    assert arrived.wait(20)
+    time.sleep(0.05)  # most are asleep now
+    if kind == "event":
+        obj.set()
+    elif kind == "countdown":
+        obj.down()
+    else:
+        obj.release(n + 5)  # five more permits than sleepers: they must stay
+    join_all(ts, 40)
+    assert got == [True] * n
+    if kind == "semaphore":
+        assert obj.value == 5
+
+
 def test_latch_abort():
     la = sf.Latch(1)
     errors = []
