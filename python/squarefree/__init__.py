@@ -97,7 +97,6 @@ class Lock(_Lock):
 
 For asyncio tasks: ``async with lock`` and ``await lock.async_acquire()``;
 threads and tasks exclude each other."""
-    __slots__ = ()
 
     async def async_acquire(self, timeout=None):
         """Take the lock as a task, waiting for it if needed (for ever, or
@@ -115,7 +114,6 @@ class Semaphore(_Semaphore):
     __doc__ = _Semaphore.__doc__ + """
 
 For asyncio tasks: ``async with sem`` and ``await sem.async_acquire()``."""
-    __slots__ = ()
 
     async def async_acquire(self, timeout=None):
         """Take a permit as a task, waiting for one if needed: True, or
@@ -131,7 +129,6 @@ For asyncio tasks: ``async with sem`` and ``await sem.async_acquire()``."""
 
 class BoundedSemaphore(_BoundedSemaphore):
     __doc__ = _BoundedSemaphore.__doc__
-    __slots__ = ()
     async_acquire = Semaphore.async_acquire
     __aenter__ = Semaphore.__aenter__
     __aexit__ = Semaphore.__aexit__
@@ -141,7 +138,6 @@ class Event(_Event):
     __doc__ = _Event.__doc__ + """
 
 For asyncio tasks: ``await event.async_wait()``."""
-    __slots__ = ()
 
     async def async_wait(self, timeout=None):
         """As wait(), for a task: True, or False if the timeout passed."""
@@ -152,7 +148,6 @@ class Latch(_Latch):
     __doc__ = _Latch.__doc__ + """
 
 For asyncio tasks: ``await latch.async_wait()``."""
-    __slots__ = ()
 
     async def async_wait(self, timeout=None):
         """As wait(), for a task: True, or False if the timeout passed;
@@ -164,7 +159,6 @@ class CountdownEvent(_CountdownEvent):
     __doc__ = _CountdownEvent.__doc__ + """
 
 For asyncio tasks: ``await countdown.async_wait()``."""
-    __slots__ = ()
 
     async def async_wait(self, timeout=None):
         """As wait(), for a task: True, or False if the timeout passed."""
@@ -177,7 +171,6 @@ class Barrier(_Barrier):
 For asyncio tasks: ``await barrier.async_wait()``; threads and tasks may be
 parties of the same phase.  When a task arrives last, the action runs on
 its event loop's thread."""
-    __slots__ = ()
 
     async def async_wait(self, timeout=None):
         """As wait(), for a task: the arrival index; BrokenBarrierError if

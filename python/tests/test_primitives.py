@@ -815,3 +815,35 @@ def test_signal_interrupts_barrier(usr1_raises):
         b.wait(5)
     t.join()
     assert b.broken  # a party that left breaks the phase, as a time-out does
+
+
+def test_waiters_keep_their_object_alive():
+    """Every reference to a primitive dropped while threads wait on it:
+    their calls hold it, so it stays valid until they return (here by
+    their time-out), and it goes once they have."""
+    import gc
+    import weakref
+
+    got = []
+    waiting = sf.CountdownEvent(20)
+    ev = sf.Event()
+    ev_ref = weakref.ref(ev)  # weak references work, as on threading's
+
+    def waiter(ev):
+        waiting.down()
+        got.append(ev.wait(0.3))
+
+    ts = [threading.Thread(target=waiter, args=(ev,)) for _ in range(20)]
+    for t in ts:
+        t.start()
+    assert waiting.wait(10)
+    time.sleep(0.02)
+    del ev
+    for t in ts:  # the Thread objects hold the argument: drop it there too
+        t._args = ()
+    gc.collect()
+    assert ev_ref() is not None  # only the waiting calls hold it now
+    join_all(ts)
+    assert got == [False] * 20
+    gc.collect()
+    assert ev_ref() is None
