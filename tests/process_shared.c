@@ -1,0 +1,483 @@
+/* process_shared.c: every primitive, initialised with SQF_SHARED in shared
+ * memory, between processes: mutual exclusion on a plain counter (mutex,
+ * rwlock), a producer and consumers (cond), permits conserved (sem), wake-all
+ * of 200 processes (event, latch, countdown), barrier phases, a once run by
+ * exactly one of 50 racing processes, and a segment from shm_open used by an
+ * exec'ed child (not only fork).  With the portable wait backend, which
+ * cannot share, every SQF_SHARED init must return ENOTSUP.
+ *
+ * Children report through their exit status (the number of failed checks,
+ * capped); the parent checks every status.  Each wait in a child has a
+ * deadline, so a lost wake-up fails the test instead of hanging it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <squarefree.h>
+
+#include "check.h"
+
+#define WAIT_S 20 /* a child's deadline for any one wait */
+
+static void *shared_memory(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Fork n children running fn(i, arg); 0 on success. */
+static pid_t pids[512];
+static int forked;
+static void spawn(int n, void (*fn)(int, void *), void *arg)
+{
+    forked = 0;
+    for (int i = 0; i < n; i++) {
+        pid_t p = fork();
+        CHECK(p >= 0);
+        if (p < 0) break;
+        if (p == 0) {
+            check_failed_ = 0;
+            fn(i, arg);
+            _exit(check_failed_ > 100 ? 100 : (int)check_failed_);
+        }
+        pids[forked++] = p;
+    }
+}
+
+/* Reap every child; each must have exited 0 (no failed check). */
+static void reap(void)
+{
+    for (int i = 0; i < forked; i++) {
+        int status = 0;
+        CHECK_EQ(waitpid(pids[i], &status, 0), pids[i]);
+        CHECK(WIFEXITED(status));
+        CHECK_EQ(WEXITSTATUS(status), 0);
+    }
+    forked = 0;
+}
+
+static sqf_deadline soon(void)
+{
+    return sqf_after((int64_t)WAIT_S * SQF_SEC);
+}
+
+/* --- mutex and rwlock: mutual exclusion on plain counters ------------------------ */
+
+struct excl {
+    sqf_mutex m;
+    sqf_rwlock rw;
+    long counter;  /* plain: only the lock protects it */
+    long rw_value; /* written under the write lock, read under the read lock */
+    long rw_copy;
+};
+
+static void mutex_child(int i, void *arg)
+{
+    (void)i;
+    struct excl *s = arg;
+    for (int k = 0; k < 5000; k++) {
+        CHECK_EQ(sqf_mutex_lock(&s->m), 0);
+        long c = s->counter;
+        if (k % 64 == 0) sched_yield(); /* be preempted inside, now and then */
+        s->counter = c + 1;
+        CHECK_EQ(sqf_mutex_unlock(&s->m), 0);
+    }
+}
+
+static void rwlock_child(int i, void *arg)
+{
+    struct excl *s = arg;
+    for (int k = 0; k < 3000; k++) {
+        if ((k + i) % 4 == 0) {
+            CHECK_EQ(sqf_rwlock_wrlock(&s->rw), 0);
+            s->rw_value++;
+            if (k % 32 == 0) sched_yield();
+            s->rw_copy = s->rw_value;
+            CHECK_EQ(sqf_rwlock_wrunlock(&s->rw), 0);
+        } else {
+            CHECK_EQ(sqf_rwlock_rdlock(&s->rw), 0);
+            CHECK_EQ(s->rw_copy, s->rw_value); /* no writer inside with us */
+            CHECK_EQ(sqf_rwlock_rdunlock(&s->rw), 0);
+        }
+    }
+}
+
+static void test_exclusion(void)
+{
+    struct excl *s = shared_memory(sizeof *s);
+    if (!s) return;
+    CHECK_EQ(sqf_mutex_init(&s->m, SQF_SHARED), 0);
+    CHECK_EQ(sqf_rwlock_init(&s->rw, SQF_SHARED), 0);
+    spawn(8, mutex_child, s);
+    reap();
+    CHECK_EQ(s->counter, 8 * 5000);
+    spawn(8, rwlock_child, s);
+    reap();
+    long writes = 0;
+    for (int i = 0; i < 8; i++)
+        for (int k = 0; k < 3000; k++)
+            writes += (k + i) % 4 == 0;
+    CHECK_EQ(s->rw_value, writes);
+    CHECK_EQ(sqf_mutex_destroy(&s->m), 0);
+    CHECK_EQ(sqf_rwlock_destroy(&s->rw), 0);
+    munmap(s, sizeof *s);
+}
+
+/* --- cond: one producer process, consumer processes ---------------------------- */
+
+#define ITEMS 20000
+struct queue {
+    sqf_mutex m;
+    sqf_cond nonempty;
+    long items;    /* produced, not yet consumed */
+    long produced; /* in all */
+    long consumed_sum;
+    int done;
+};
+
+static void consumer_child(int i, void *arg)
+{
+    (void)i;
+    struct queue *q = arg;
+    sqf_deadline d = soon();
+    CHECK_EQ(sqf_mutex_lock(&q->m), 0);
+    for (;;) {
+        while (q->items == 0 && !q->done) {
+            int e = sqf_cond_timedwait(&q->nonempty, &q->m, d);
+            CHECK(e == 0 || e == ETIMEDOUT);
+            if (e == ETIMEDOUT) { /* a lost wake-up: fail, and leave */
+                sqf_mutex_unlock(&q->m);
+                return;
+            }
+        }
+        if (q->items == 0) break;                      /* done and drained */
+        q->consumed_sum += q->produced - q->items + 1; /* the item's number */
+        q->items--;
+    }
+    CHECK_EQ(sqf_mutex_unlock(&q->m), 0);
+}
+
+static void test_cond(void)
+{
+    struct queue *q = shared_memory(sizeof *q);
+    if (!q) return;
+    CHECK_EQ(sqf_mutex_init(&q->m, SQF_SHARED), 0);
+    CHECK_EQ(sqf_cond_init(&q->nonempty, SQF_SHARED), 0);
+    spawn(4, consumer_child, q);
+    for (long k = 0; k < ITEMS; k++) {
+        CHECK_EQ(sqf_mutex_lock(&q->m), 0);
+        q->items++;
+        q->produced++;
+        CHECK_EQ(sqf_cond_signal(&q->nonempty), 0);
+        CHECK_EQ(sqf_mutex_unlock(&q->m), 0);
+        if (k % 256 == 0) sched_yield();
+    }
+    CHECK_EQ(sqf_mutex_lock(&q->m), 0);
+    q->done = 1;
+    CHECK_EQ(sqf_cond_broadcast(&q->nonempty), 0);
+    CHECK_EQ(sqf_mutex_unlock(&q->m), 0);
+    reap();
+    CHECK_EQ(q->items, 0);
+    /* Items are numbered 1..ITEMS as consumed (FIFO of a count): each once. */
+    CHECK_EQ(q->consumed_sum, (long)ITEMS * (ITEMS + 1) / 2);
+    CHECK_EQ(sqf_cond_destroy(&q->nonempty), 0);
+    munmap(q, sizeof *q);
+}
+
+/* --- sem: permits conserved ------------------------------------------------------ */
+
+#define PERMITS 3
+struct pool {
+    sqf_sem s;
+    atomic_int inside;
+    atomic_int most;
+};
+
+static void sem_child(int i, void *arg)
+{
+    struct pool *p = arg;
+    for (int k = 0; k < 3000; k++) {
+        int e = (k + i) % 3 == 0 ? sqf_sem_timedacquire(&p->s, sqf_after(20 * SQF_US))
+                                 : sqf_sem_timedacquire(&p->s, soon());
+        CHECK(e == 0 || e == ETIMEDOUT);
+        if (e) continue;
+        int now = atomic_fetch_add(&p->inside, 1) + 1;
+        int most = atomic_load(&p->most);
+        while (now > most && !atomic_compare_exchange_weak(&p->most, &most, now)) {
+        }
+        if (k % 16 == 0) sched_yield();
+        atomic_fetch_sub(&p->inside, 1);
+        CHECK_EQ(sqf_sem_release(&p->s, 1), 0);
+    }
+}
+
+static void test_sem(void)
+{
+    struct pool *p = shared_memory(sizeof *p);
+    if (!p) return;
+    CHECK_EQ(sqf_sem_init(&p->s, PERMITS, PERMITS, SQF_SHARED), 0);
+    spawn(8, sem_child, p);
+    reap();
+    unsigned v = 0;
+    CHECK_EQ(sqf_sem_getvalue(&p->s, &v), 0);
+    CHECK_EQ(v, PERMITS);                    /* none lost, none made */
+    CHECK(atomic_load(&p->most) <= PERMITS); /* never more holders than permits */
+    CHECK(atomic_load(&p->most) >= 1);
+    CHECK_EQ(sqf_sem_destroy(&p->s), 0);
+    munmap(p, sizeof *p);
+}
+
+/* --- wake-all of 200 processes: event, latch, countdown ---------------------------- */
+
+#define MANY 200
+struct many {
+    sqf_countdown arrived; /* each child downs it just before it waits */
+    sqf_event ev;
+    sqf_latch la;
+    sqf_countdown cd;
+    int which;
+};
+
+static void many_child(int i, void *arg)
+{
+    (void)i;
+    struct many *m = arg;
+    CHECK_EQ(sqf_countdown_down(&m->arrived), 0);
+    switch (m->which) {
+    case 0:
+        CHECK_EQ(sqf_event_timedwait(&m->ev, soon()), 0);
+        break;
+    case 1:
+        CHECK_EQ(sqf_latch_timedwait(&m->la, soon()), 0);
+        break;
+    default:
+        CHECK_EQ(sqf_countdown_timedwait(&m->cd, soon()), 0);
+        break;
+    }
+}
+
+static void test_wake_all(void)
+{
+    struct many *m = shared_memory(sizeof *m);
+    if (!m) return;
+    for (int which = 0; which < 3; which++) {
+        m->which = which;
+        CHECK_EQ(sqf_countdown_init(&m->arrived, MANY, SQF_SHARED), 0);
+        CHECK_EQ(sqf_event_init(&m->ev, SQF_SHARED), 0);
+        CHECK_EQ(sqf_latch_init(&m->la, 1, SQF_SHARED), 0);
+        CHECK_EQ(sqf_countdown_init(&m->cd, 1, SQF_SHARED), 0);
+        spawn(MANY, many_child, m);
+        CHECK_EQ(sqf_countdown_timedwait(&m->arrived, soon()), 0);
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL); /* most are asleep now */
+        switch (which) {         /* one call wakes all 200 */
+        case 0:
+            CHECK_EQ(sqf_event_set(&m->ev), 0);
+            break;
+        case 1:
+            CHECK_EQ(sqf_latch_count_down(&m->la, 1), 0);
+            break;
+        default:
+            CHECK_EQ(sqf_countdown_down(&m->cd), 0);
+            break;
+        }
+        reap();
+        CHECK_EQ(sqf_event_destroy(&m->ev), 0);
+        CHECK_EQ(sqf_latch_destroy(&m->la), 0);
+        CHECK_EQ(sqf_countdown_destroy(&m->cd), 0);
+        CHECK_EQ(sqf_countdown_destroy(&m->arrived), 0);
+    }
+    munmap(m, sizeof *m);
+}
+
+/* --- barrier phases ---------------------------------------------------------------- */
+
+#define PARTIES 6
+#define PHASES  300
+struct phases {
+    sqf_barrier b;
+    atomic_long arrivals; /* added to by each party in each phase */
+    atomic_int serial;    /* how many waits returned the last index */
+};
+
+static void barrier_child(int i, void *arg)
+{
+    (void)i;
+    struct phases *p = arg;
+    for (long k = 0; k < PHASES; k++) {
+        atomic_fetch_add(&p->arrivals, 1);
+        unsigned index = 0;
+        CHECK_EQ(sqf_barrier_timedwait(&p->b, soon(), &index), 0);
+        /* Released only when all parties of phase k have arrived. */
+        CHECK(atomic_load(&p->arrivals) >= (k + 1) * PARTIES);
+        if (index == PARTIES - 1) atomic_fetch_add(&p->serial, 1);
+        CHECK(index < PARTIES);
+    }
+}
+
+static void test_barrier(void)
+{
+    struct phases *p = shared_memory(sizeof *p);
+    if (!p) return;
+    CHECK_EQ(sqf_barrier_init(&p->b, PARTIES, SQF_SHARED), 0);
+    spawn(PARTIES, barrier_child, p);
+    reap();
+    CHECK_EQ(atomic_load(&p->arrivals), (long)PARTIES * PHASES);
+    CHECK_EQ(atomic_load(&p->serial), PHASES); /* one last arriver per phase */
+    CHECK_EQ(sqf_barrier_destroy(&p->b), 0);
+    munmap(p, sizeof *p);
+}
+
+/* --- once: exactly one of 50 processes runs it ------------------------------------- */
+
+struct onceful {
+    sqf_once o;
+    sqf_latch go;
+    atomic_int runs;
+};
+
+static struct onceful *once_shm;
+static int once_fn(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&once_shm->runs, 1);
+    struct timespec pause = {0, 5 * 1000 * 1000};
+    nanosleep(&pause, NULL); /* the others arrive meanwhile and sleep */
+    return 0;
+}
+
+static void once_child(int i, void *arg)
+{
+    (void)i;
+    struct onceful *s = arg;
+    CHECK_EQ(sqf_latch_timedwait(&s->go, soon()), 0);
+    CHECK_EQ(sqf_once_timedrun(&s->o, once_fn, NULL, soon()), 0);
+    CHECK(sqf_once_done(&s->o));
+}
+
+static void test_once(void)
+{
+    struct onceful *s = once_shm = shared_memory(sizeof *s);
+    if (!s) return;
+    CHECK_EQ(sqf_once_init(&s->o, SQF_SHARED), 0);
+    CHECK_EQ(sqf_latch_init(&s->go, 1, SQF_SHARED), 0);
+    spawn(50, once_child, s);
+    CHECK_EQ(sqf_latch_count_down(&s->go, 1), 0);
+    reap();
+    CHECK_EQ(atomic_load(&s->runs), 1);
+    munmap(s, sizeof *s);
+}
+
+/* --- shm_open between a parent and an exec'ed child --------------------------------- */
+
+struct named {
+    sqf_sem ping, pong;
+    sqf_mutex m;
+    long counter;
+};
+
+/* The exec'ed child: opens the segment by name, plays ping-pong, adds to
+ * the counter under the mutex.  Exit status: failed checks. */
+static int exec_child(const char *name)
+{
+    int fd = shm_open(name, O_RDWR, 0);
+    CHECK(fd >= 0);
+    if (fd < 0) return 1;
+    struct named *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    CHECK(s != MAP_FAILED);
+    if (s == MAP_FAILED) return 1;
+    for (int k = 0; k < 1000; k++) {
+        CHECK_EQ(sqf_sem_timedacquire(&s->ping, soon()), 0);
+        CHECK_EQ(sqf_mutex_lock(&s->m), 0);
+        s->counter++;
+        CHECK_EQ(sqf_mutex_unlock(&s->m), 0);
+        CHECK_EQ(sqf_sem_release(&s->pong, 1), 0);
+    }
+    munmap(s, sizeof *s);
+    return check_failed_ ? 1 : 0;
+}
+
+static void test_shm_open_exec(const char *self)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/sqf-test-%ld", (long)getpid());
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    CHECK_EQ(ftruncate(fd, sizeof(struct named)), 0);
+    struct named *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    CHECK(s != MAP_FAILED);
+    if (s == MAP_FAILED) {
+        shm_unlink(name);
+        return;
+    }
+    CHECK_EQ(sqf_sem_init(&s->ping, 0, 0, SQF_SHARED), 0);
+    CHECK_EQ(sqf_sem_init(&s->pong, 0, 0, SQF_SHARED), 0);
+    CHECK_EQ(sqf_mutex_init(&s->m, SQF_SHARED), 0);
+    pid_t p = fork();
+    if (p == 0) {
+        execl(self, self, "--exec-child", name, (char *)NULL);
+        _exit(127);
+    }
+    CHECK(p > 0);
+    for (int k = 0; k < 1000 && p > 0; k++) {
+        CHECK_EQ(sqf_mutex_lock(&s->m), 0);
+        s->counter++;
+        CHECK_EQ(sqf_mutex_unlock(&s->m), 0);
+        CHECK_EQ(sqf_sem_release(&s->ping, 1), 0);
+        CHECK_EQ(sqf_sem_timedacquire(&s->pong, soon()), 0);
+    }
+    int status = 0;
+    CHECK_EQ(waitpid(p, &status, 0), p);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ(s->counter, 2000);
+    munmap(s, sizeof *s);
+    CHECK_EQ(shm_unlink(name), 0);
+}
+
+/* --- the portable backend cannot share ----------------------------------------------- */
+
+static void test_refused(void)
+{
+    sqf_mutex m;
+    sqf_cond c;
+    sqf_sem s;
+    sqf_once o;
+    sqf_event e;
+    sqf_latch l;
+    sqf_countdown cd;
+    sqf_barrier b;
+    sqf_rwlock rw;
+    CHECK_EQ(sqf_mutex_init(&m, SQF_SHARED), ENOTSUP);
+    CHECK_EQ(sqf_cond_init(&c, SQF_SHARED), ENOTSUP);
+    CHECK_EQ(sqf_sem_init(&s, 0, 0, SQF_SHARED), ENOTSUP);
+    CHECK_EQ(sqf_once_init(&o, SQF_SHARED), ENOTSUP);
+    CHECK_EQ(sqf_event_init(&e, SQF_SHARED), ENOTSUP);
+    CHECK_EQ(sqf_latch_init(&l, 1, SQF_SHARED), ENOTSUP);
+    CHECK_EQ(sqf_countdown_init(&cd, 1, SQF_SHARED), ENOTSUP);
+    CHECK_EQ(sqf_barrier_init(&b, 2, SQF_SHARED), ENOTSUP);
+    CHECK_EQ(sqf_rwlock_init(&rw, SQF_SHARED), ENOTSUP);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--exec-child") == 0) return exec_child(argv[2]);
+    watchdog(120);
+    if (!SQF_TEST_SHARED_EXPECTED) {
+        test_refused();
+        return check_done();
+    }
+    test_exclusion();
+    test_cond();
+    test_sem();
+    test_wake_all();
+    test_barrier();
+    test_once();
+    test_shm_open_exec(argv[0]);
+    return check_done();
+}
