@@ -174,7 +174,10 @@ int sqf_mutex_trylock_slow_(sqf_mutex *m)
  * woken thread has taken it meanwhile (then HANDOFF is already clear).  If a
  * combining request was queued meanwhile (COMBINE: it saw LOCKED), the lock
  * may not be released: take it back instead and return false, so that the
- * caller runs the request before it lets go. */
+ * caller runs the request before it lets go.  STARVING goes too: nobody is
+ * asleep, so its setter is awake (it sets it again if it must sleep again)
+ * or dead (a process killed while it starved), and a stale STARVING would
+ * keep trylock failing and every unlock handing off for good. */
 static bool revoke_handoff(sqf_word *w, bool shared)
 {
     uint32_t v = at_load(w, RLX);
@@ -183,7 +186,7 @@ static bool revoke_handoff(sqf_word *w, bool shared)
             if (at_cas(w, &v, v & ~MU_HANDOFF, ACQ)) return false;
             continue;
         }
-        if (at_cas(w, &v, v & ~(MU_LOCKED | MU_HANDOFF | MU_PARKED), REL)) {
+        if (at_cas(w, &v, v & ~(MU_LOCKED | MU_HANDOFF | MU_PARKED | MU_STARVING), REL)) {
             if (v & MU_PARKED) sqf_wake(w, 1, shared);
             return true;
         }
@@ -220,7 +223,9 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
             }
             return 0;
         }
-        if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_PARKED), REL)) continue;
+        /* Without PARKED nobody sleeps, so a STARVING left set is stale (as in
+         * revoke_handoff): clear it with the release. */
+        if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_PARKED | MU_STARVING), REL)) continue;
         if (v & MU_PARKED) sqf_wake(w, 1, shared);
         return 0;
     }

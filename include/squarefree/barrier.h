@@ -79,6 +79,17 @@
  * operation synchronising with it.  EINVAL, EBUSY and ETIMEDOUT order
  * nothing.
  *
+ * Processes: with SQF_SHARED it works between processes in shared memory.
+ * A party that dies while it waits has arrived: its phase completes when
+ * the others arrive (they are released), but it will not arrive in the
+ * next phase, which then waits for ever for its last party, or until a
+ * deadline breaks it (every waiter gets EPIPE, the one whose deadline
+ * passed ETIMEDOUT).  Across processes, wait with a deadline
+ * (sqf_barrier_timedwait) or abort the barrier when you learn a party died.
+ * The dead party also stays counted in `waiters`, so reset and destroy
+ * return EBUSY until the barrier is initialised again (once no live process
+ * uses it).
+ *
  * Fairness: a phase releases all its parties at once; there is no order
  * among them.  The arrival index is the order in which the arrivals changed
  * the state word.

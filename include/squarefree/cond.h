@@ -62,6 +62,15 @@
  * wake-ups in total, never n threads at once fighting for one mutex.
  * Signal and broadcast make no system call when nobody waits.
  *
+ * Processes: with SQF_SHARED (on both the cond and its mutex) it works
+ * between processes in shared memory.  A process killed while it waits
+ * stays counted in `waiters`: later signals and broadcasts still reach the
+ * live waiters (the kernel drops the dead one from its queue), but each may
+ * make one futile wake-up call, and destroy returns EBUSY until the cond is
+ * initialised again (once no live process uses it).  If it dies after being
+ * woken but before it has the mutex back, see the mutex's note on a holder
+ * that dies.
+ *
  * State words (invariants):
  *   seq      bit 0: REQUEUE: a broadcast's waiters still sleep on the
  *            condition variable and must be moved onto the mutex by the

@@ -96,6 +96,13 @@
  * running, except downs that have already counted down (see sem.h's
  * Lifetime for why a late wake-up on reused memory is harmless).
  *
+ * Processes: with SQF_SHARED it works between processes in shared memory.
+ * A process killed while it waits stays counted among the waiters (destroy
+ * returns EBUSY until the countdown is initialised again, once no live
+ * process uses it); reaching zero still wakes every live waiter.  A process
+ * that dies between up and down leaves its count behind: the countdown
+ * never reaches zero without a matching down from someone else.
+ *
  * State words (invariants):
  *   state    one 64-bit word, changed only by atomic read-modify-writes
  *            (and by sqf_countdown_init).

@@ -44,6 +44,12 @@
  * returns 0 (every waiter has left), the memory may be freed, even while
  * the setter is still returning from its call.
  *
+ * Processes: with SQF_SHARED it works between processes in shared memory;
+ * set wakes every waiting process with one call.  A process killed while it
+ * waits stays counted in `waiters` (destroy returns EBUSY until the event is
+ * initialised again, once no live process uses it); set still wakes every
+ * live waiter.
+ *
  * State words (invariants):
  *   word     bit 0 SET: the event is set.
  *            bit 1 WAITERS: only while not set: a thread may sleep on the

@@ -81,6 +81,13 @@
  * for another: n waiters cost the waker O(1) kernel calls and the whole
  * batch O(n).
  *
+ * Processes: with SQF_SHARED it works between processes in shared memory;
+ * the opening count_down wakes every waiting process with one call.  A
+ * process killed while it waits stays counted in `waiters` (destroy returns
+ * EBUSY until the latch is initialised again, once no live process uses
+ * it); opening still wakes every live waiter.  A process that dies before
+ * its count_down leaves the latch closed: abort it when you learn that.
+ *
  * State words (invariants):
  *   word     bit 0 WAITERS: only while neither open nor broken: a thread may
  *                  sleep on the word, so the opening count_down (or abort)

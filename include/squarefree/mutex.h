@@ -48,10 +48,14 @@
  * waited longer than about 1 ms sets STARVING, which switches the lock into
  * hand-off mode: every unlock passes the lock directly to the sleeper the
  * kernel queued first (FIFO among equal priorities), and no arriving thread
- * may take it (trylock returns EBUSY, spinners stop).  Only the thread that
- * set STARVING clears it, when it gets the lock or gives up, so hand-off
- * mode lasts until that thread has been served: it waits about 1 ms plus the
+ * may take it (trylock returns EBUSY, spinners stop).  The thread that set
+ * STARVING clears it when it gets the lock or gives up, so hand-off mode
+ * lasts until that thread has been served: it waits about 1 ms plus the
  * critical sections of the sleepers queued ahead of it, never unboundedly.
+ * An unlock that finds nobody asleep clears it too: its setter is then
+ * awake (it sets it again if it must sleep again, so one barging thread may
+ * slip in first) or dead, and a starving process killed while asleep thus
+ * leaves no lasting hand-off mode.
  * sqf_mutex_unlock_fair() hands off whenever anyone sleeps.  A thread
  * returning from sqf_cond_wait competes with the mutex's sleepers for a
  * hand-off (it cannot be told from them); nothing is lost, but the hand-off
@@ -91,6 +95,15 @@
  * that runs k combining requests wakes their k threads with one more
  * FUTEX_WAKE (see sqf_mutex_combine).
  *
+ * Processes: a mutex initialised with SQF_SHARED in shared memory (mmap
+ * MAP_SHARED before fork, or shm_open) works between processes with the
+ * same costs as between threads; sqf_mutex_combine falls back to
+ * lock, fn, unlock there.  A process killed while it sleeps in a lock leaves
+ * at most a stale PARKED (one futile wake-up) and, if it was starving, a
+ * STARVING that the next unlock finding nobody asleep clears.  A process
+ * that dies HOLDING the lock leaves it locked for good: this mutex records
+ * no owner, so nothing can tell a dead holder from a slow one.
+ *
  * Lock word invariants (bit, meaning):
  *   LOCKED   (1<<0)  held.  Set by a lock; cleared only by an unlock that
  *                    does not hand off (or revokes a hand-off nobody took).
@@ -104,7 +117,9 @@
  *                    returning from a wake-up may clear it, and so own the lock.
  *   STARVING (1<<3)  a sleeper has waited more than ~1 ms: every unlock hands
  *                    off rather than releasing, and no one may barge.  Set
- *                    and cleared only by that sleeper.
+ *                    and cleared by that sleeper; also cleared by an unlock
+ *                    that finds nobody asleep (PARKED clear, or a hand-off
+ *                    that woke nobody), as its setter is then not asleep.
  *   SHARED   (1<<4)  set by sqf_mutex_init(SQF_SHARED) and never changed:
  *                    sleep on a process-shared futex.
  *   COMBINE  (1<<5)  only with LOCKED: combining requests for this mutex are

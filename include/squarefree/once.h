@@ -88,6 +88,14 @@
  * (With the portable wait backend the one call signals each sleeper in turn:
  * O(n) work for the waker, still no scheduler pass per sleeper.)
  *
+ * Processes: with SQF_SHARED it works between processes in shared memory.
+ * A process killed while it sleeps waiting for another's fn leaves at most
+ * a stale SLEEPERS (one futile wake-up).  A process that dies while RUNNING
+ * fn leaves the once RUNNING for good: every later call waits for ever, or
+ * until its deadline with sqf_once_timedrun (which then returns ETIMEDOUT
+ * and runs nothing).  Across processes, use timedrun, and re-initialise the
+ * once when you know its runner died.
+ *
  * State word invariants (bit, meaning):
  *   RUNNING  (1<<0)  a caller is running fn.  Set by the CAS that claims the
  *                    run (only from not-run), cleared only by that caller
@@ -101,9 +109,7 @@
  *                    sqf_once_init); never with RUNNING or SLEEPERS.
  *   SHARED   (1<<3)  set by sqf_once_init(SQF_SHARED); every transition
  *                    preserves it: sleep on a process-shared futex.
- *   Not run is 0 (or SHARED); the all-zero initialiser is valid.  A process
- *   that dies while running fn leaves a shared once RUNNING for good (robust
- *   owner death is not yet supported).
+ *   Not run is 0 (or SHARED); the all-zero initialiser is valid.
  */
 #ifndef SQUAREFREE_ONCE_H
 #define SQUAREFREE_ONCE_H

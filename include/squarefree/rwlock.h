@@ -102,6 +102,21 @@
  * memory only once no thread can still be inside a call on it (for example,
  * after joining the threads that used it), not merely once you hold it.
  *
+ * Processes: with SQF_SHARED it works between processes in shared memory.
+ * What a process that dies leaves behind:
+ * - holding it (read or write): held for good, as with the mutex (no owner
+ *   is recorded);
+ * - asleep waiting to read: it is counted in PENDING, and the writer's
+ *   unlock that grants the waiting readers counts it in READERS, so a
+ *   phantom reader holds the lock for good (trywrlock and destroy return
+ *   EBUSY; a blocking writer takes the turn and waits for ever);
+ * - asleep waiting for the writer's turn: a stale WSLEEP (a hand-off that
+ *   finds nobody is revoked);
+ * - holding the turn while it waits for readers to drain: WRITER stays set
+ *   for good.
+ * So between processes that may be killed, prefer sqf_mutex, or
+ * re-initialise the lock when you learn that a process using it died.
+ *
  * State word (`state`) invariants (bits, meaning):
  *   WRITER   (1<<0)  a writer has the turn.  It holds the lock exactly when
  *                    READERS == 0 and HANDOFF is clear; before that it waits

@@ -100,6 +100,15 @@
  * primitive tolerates that, as every futex user must.  With the portable
  * backend it only hashes the address.
  *
+ * Processes: with SQF_SHARED it works between processes in shared memory,
+ * with the same wake-up costs.  A process killed while it sleeps in an
+ * acquire takes no permit: releases after its death reach the live
+ * sleepers (the kernel drops the dead one from its queue).  It stays counted
+ * in `waiters`, so each release may make one futile wake-up call, and
+ * destroy returns EBUSY until the semaphore is initialised again (once no
+ * live process uses it).  A process that dies holding permits does not
+ * give them back: the semaphore does not know who holds what.
+ *
  * State words (invariants):
  *   state    one 64-bit word, changed only by atomic read-modify-writes
  *            (and by sqf_sem_init), so that a release learns from the same

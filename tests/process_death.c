@@ -1,0 +1,405 @@
+/* process_death.c: a process SIGKILLed while asleep in a wait on a shared
+ * primitive leaves that primitive working for the survivors, as each
+ * header documents:
+ * - mutex: a starving sleeper killed (STARVING set, nobody else asleep):
+ *   the next unlock clears STARVING, so trylock and barging work again;
+ * - sem: the permit released after the death reaches a surviving sleeper,
+ *   and no permit is lost or made;
+ * - cond: a signal after the death wakes a surviving waiter;
+ * - event, latch, countdown: one call still wakes every survivor;
+ * and, as documented, what cannot be repaired without re-initialising:
+ * - barrier: a dead party's next phase is broken by a survivor's deadline
+ *   (ETIMEDOUT for it, EPIPE for the others), reset returns EBUSY (the dead
+ *   party is still counted), and init repairs it;
+ * - once: a runner that dies leaves it RUNNING: timedrun returns ETIMEDOUT
+ *   and runs nothing; init repairs it;
+ * - rwlock: a reader that dies waiting becomes a phantom reader at the next
+ *   grant (trywrlock EBUSY for good); init repairs it.
+ * The kernel removes a dead process from the futex queues, so no wake-up
+ * is spent on it; what it leaves is at most a count (see each header).
+ *
+ * A child is killed only once it is asleep in the kernel: it raises a
+ * flag just before its wait, and the parent waits for the flag and then
+ * for /proc/PID/stat to say S (sleeping). */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <squarefree.h>
+
+#include "check.h"
+#include "mutex_word.h"
+#include "wait.h"
+
+#define WAIT_S 20
+
+static sqf_deadline soon(void)
+{
+    return sqf_after((int64_t)WAIT_S * SQF_SEC);
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+struct shm {
+    sqf_mutex m;
+    sqf_cond c;
+    sqf_sem s;
+    sqf_event ev;
+    sqf_latch la;
+    sqf_countdown cd;
+    sqf_barrier b;
+    sqf_once o;
+    sqf_rwlock rw;
+    atomic_int about_to_wait; /* children raise it just before their wait */
+    int predicate;            /* the cond's, under m */
+};
+
+static struct shm *shm;
+
+/* Whether pid is asleep (state S in /proc/PID/stat). */
+static int asleep(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close_paren = strrchr(buf, ')'); /* the name may hold spaces */
+    return close_paren && close_paren[1] == ' ' && close_paren[2] == 'S';
+}
+
+/* Fork a child that runs fn() and exits with its failed checks. */
+static pid_t child(void (*fn)(void))
+{
+    pid_t p = fork();
+    CHECK(p >= 0);
+    if (p == 0) {
+        check_failed_ = 0;
+        fn();
+        _exit(check_failed_ ? 1 : 0);
+    }
+    return p;
+}
+
+/* Wait until `count` children have raised the flag and pid is asleep. */
+static void until_asleep(pid_t pid, int count)
+{
+    sqf_deadline stop = soon();
+    while ((atomic_load(&shm->about_to_wait) < count || !asleep(pid)) && sqf_now() < stop)
+        pause_ms(1);
+    pause_ms(5); /* from "sleeping" to queued on the futex: let it settle */
+    CHECK(asleep(pid));
+}
+
+static void kill_and_reap(pid_t pid)
+{
+    CHECK_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+static void reap_ok(pid_t pid)
+{
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void reset_flag(void)
+{
+    atomic_store(&shm->about_to_wait, 0);
+}
+
+/* --- mutex: a starving sleeper dies -------------------------------------------------- */
+
+static void lock_forever(void)
+{
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    sqf_mutex_lock(&shm->m); /* killed before it returns */
+}
+
+static void test_mutex_starver(void)
+{
+    reset_flag();
+    CHECK_EQ(sqf_mutex_init(&shm->m, SQF_SHARED), 0);
+    sqf_word *w = mu_word(&shm->m);
+    CHECK_EQ(sqf_mutex_lock(&shm->m), 0);
+    pid_t p = child(lock_forever);
+    until_asleep(p, 1);
+    /* Older than the starvation bound, woken (spuriously, as futex waits may
+     * be), the child finds the lock still held and sleeps again, claiming
+     * STARVING. */
+    pause_ms(3);
+    sqf_deadline stop = soon();
+    while (!(at_load(w, RLX) & MU_STARVING) && sqf_now() < stop) {
+        sqf_wake(w, 1, true);
+        pause_ms(2);
+    }
+    CHECK(at_load(w, RLX) & MU_STARVING);
+    until_asleep(p, 1);
+    kill_and_reap(p);
+    CHECK_EQ(sqf_mutex_unlock(&shm->m), 0); /* a hand-off that finds nobody */
+    CHECK_EQ(at_load(w, RLX) & (MU_STARVING | MU_LOCKED | MU_HANDOFF), 0);
+    CHECK_EQ(sqf_mutex_trylock(&shm->m), 0); /* barging works again */
+    CHECK_EQ(sqf_mutex_unlock(&shm->m), 0);
+    CHECK_EQ(sqf_mutex_destroy(&shm->m), 0);
+}
+
+/* --- sem: the permit after a death reaches a survivor -------------------------------- */
+
+static void acquire_one(void)
+{
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    CHECK_EQ(sqf_sem_timedacquire(&shm->s, soon()), 0);
+}
+
+static void test_sem(void)
+{
+    reset_flag();
+    CHECK_EQ(sqf_sem_init(&shm->s, 0, 0, SQF_SHARED), 0);
+    pid_t doomed = child(acquire_one);
+    until_asleep(doomed, 1);
+    pid_t survivor = child(acquire_one);
+    until_asleep(survivor, 2);
+    kill_and_reap(doomed);
+    CHECK_EQ(sqf_sem_release(&shm->s, 1), 0); /* must reach the survivor */
+    reap_ok(survivor);
+    unsigned v = 9;
+    CHECK_EQ(sqf_sem_getvalue(&shm->s, &v), 0);
+    CHECK_EQ(v, 0); /* the survivor took it: none lost, none made */
+    CHECK_EQ(sqf_sem_release(&shm->s, 2), 0);
+    CHECK_EQ(sqf_sem_tryacquire(&shm->s), 0);
+    CHECK_EQ(sqf_sem_tryacquire(&shm->s), 0);
+    CHECK_EQ(sqf_sem_tryacquire(&shm->s), EBUSY);
+}
+
+/* --- cond: a signal after a death wakes a survivor ------------------------------------ */
+
+static void cond_wait_for_predicate(void)
+{
+    CHECK_EQ(sqf_mutex_lock(&shm->m), 0);
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    sqf_deadline d = soon();
+    while (!shm->predicate) {
+        int e = sqf_cond_timedwait(&shm->c, &shm->m, d);
+        CHECK(e == 0 || e == ETIMEDOUT);
+        if (e) break;
+    }
+    CHECK(shm->predicate);
+    CHECK_EQ(sqf_mutex_unlock(&shm->m), 0);
+}
+
+static void test_cond(void)
+{
+    reset_flag();
+    CHECK_EQ(sqf_mutex_init(&shm->m, SQF_SHARED), 0);
+    CHECK_EQ(sqf_cond_init(&shm->c, SQF_SHARED), 0);
+    shm->predicate = 0;
+    pid_t doomed = child(cond_wait_for_predicate);
+    until_asleep(doomed, 1);
+    pid_t survivor = child(cond_wait_for_predicate);
+    until_asleep(survivor, 2);
+    kill_and_reap(doomed);
+    CHECK_EQ(sqf_mutex_lock(&shm->m), 0);
+    shm->predicate = 1;
+    CHECK_EQ(sqf_cond_signal(&shm->c), 0); /* one signal: must reach the survivor */
+    CHECK_EQ(sqf_mutex_unlock(&shm->m), 0);
+    reap_ok(survivor);
+    CHECK_EQ(sqf_mutex_trylock(&shm->m), 0); /* the mutex is free and clean */
+    CHECK_EQ(sqf_mutex_unlock(&shm->m), 0);
+}
+
+/* --- event, latch, countdown: one call wakes every survivor -------------------------- */
+
+static int which;
+static void wait_on_which(void)
+{
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    switch (which) {
+    case 0:
+        CHECK_EQ(sqf_event_timedwait(&shm->ev, soon()), 0);
+        break;
+    case 1:
+        CHECK_EQ(sqf_latch_timedwait(&shm->la, soon()), 0);
+        break;
+    default:
+        CHECK_EQ(sqf_countdown_timedwait(&shm->cd, soon()), 0);
+        break;
+    }
+}
+
+static void test_wake_all(void)
+{
+    for (which = 0; which < 3; which++) {
+        reset_flag();
+        CHECK_EQ(sqf_event_init(&shm->ev, SQF_SHARED), 0);
+        CHECK_EQ(sqf_latch_init(&shm->la, 1, SQF_SHARED), 0);
+        CHECK_EQ(sqf_countdown_init(&shm->cd, 1, SQF_SHARED), 0);
+        pid_t doomed = child(wait_on_which);
+        until_asleep(doomed, 1);
+        pid_t survivors[5];
+        for (int i = 0; i < 5; i++) {
+            survivors[i] = child(wait_on_which);
+            until_asleep(survivors[i], 2 + i);
+        }
+        kill_and_reap(doomed);
+        switch (which) {
+        case 0:
+            CHECK_EQ(sqf_event_set(&shm->ev), 0);
+            break;
+        case 1:
+            CHECK_EQ(sqf_latch_count_down(&shm->la, 1), 0);
+            break;
+        default:
+            CHECK_EQ(sqf_countdown_down(&shm->cd), 0);
+            break;
+        }
+        for (int i = 0; i < 5; i++)
+            reap_ok(survivors[i]);
+    }
+}
+
+/* --- barrier: a dead party breaks the next phase at a deadline ----------------------- */
+
+static int expect_broken; /* in phase 1 (set before the fork) */
+static void barrier_party(void)
+{
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    unsigned index;
+    CHECK_EQ(sqf_barrier_timedwait(&shm->b, soon(), &index), 0); /* phase 0 */
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    int e = sqf_barrier_timedwait(&shm->b, sqf_after(300 * SQF_MS), &index); /* phase 1 */
+    if (expect_broken)
+        CHECK(e == ETIMEDOUT || e == EPIPE); /* a party short: broken, nobody stranded */
+    else
+        CHECK_EQ(e, 0);
+}
+
+static void barrier_doomed(void)
+{
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    sqf_barrier_wait(&shm->b, NULL); /* phase 0: arrives first, killed asleep */
+}
+
+static void test_barrier(void)
+{
+    reset_flag();
+    CHECK_EQ(sqf_barrier_init(&shm->b, 3, SQF_SHARED), 0);
+    pid_t doomed = child(barrier_doomed);
+    until_asleep(doomed, 1);
+    kill_and_reap(doomed);
+    /* Its arrival counts: two more complete phase 0. */
+    expect_broken = 1;
+    pid_t a = child(barrier_party), b = child(barrier_party);
+    reap_ok(a);
+    reap_ok(b);
+    CHECK_EQ(sqf_barrier_reset(&shm->b), EBUSY);           /* the dead party is still counted */
+    CHECK_EQ(sqf_barrier_init(&shm->b, 3, SQF_SHARED), 0); /* repaired */
+    expect_broken = 0;
+    for (int i = 0; i < 3; i++) {
+        pid_t p = child(barrier_party);
+        (void)p;
+    }
+    int status, ok = 0;
+    for (int i = 0; i < 3; i++) {
+        pid_t p = wait(&status);
+        CHECK(p > 0);
+        ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    CHECK_EQ(ok, 3); /* both phases passed */
+}
+
+/* --- once: a dead runner ---------------------------------------------------------------- */
+
+static int run_forever(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    for (;;)
+        pause();
+    return 0; /* not reached: killed in pause() */
+}
+static void once_runner(void)
+{
+    sqf_once_run(&shm->o, run_forever, NULL); /* killed inside fn */
+}
+static int ran;
+static int mark_ran(void *arg)
+{
+    (void)arg;
+    ran = 1;
+    return 0;
+}
+
+static void test_once(void)
+{
+    reset_flag();
+    sqf_once *o = &shm->o;
+    CHECK_EQ(sqf_once_init(o, SQF_SHARED), 0);
+    pid_t p = child(once_runner);
+    until_asleep(p, 1);
+    kill_and_reap(p);
+    ran = 0;
+    CHECK_EQ(sqf_once_timedrun(o, mark_ran, NULL, sqf_after(50 * SQF_MS)), ETIMEDOUT);
+    CHECK_EQ(ran, 0);
+    CHECK_EQ(sqf_once_init(o, SQF_SHARED), 0); /* repaired */
+    CHECK_EQ(sqf_once_run(o, mark_ran, NULL), 0);
+    CHECK_EQ(ran, 1);
+}
+
+/* --- rwlock: a reader that dies waiting ----------------------------------------------------- */
+
+static void read_forever(void)
+{
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    sqf_rwlock_rdlock(&shm->rw); /* killed asleep, waiting for the writer */
+}
+
+static void test_rwlock(void)
+{
+    reset_flag();
+    sqf_rwlock *rw = &shm->rw;
+    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
+    CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
+    pid_t p = child(read_forever);
+    until_asleep(p, 1);
+    kill_and_reap(p);
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);      /* grants the dead reader */
+    CHECK_EQ(sqf_rwlock_trywrlock(rw), EBUSY); /* a phantom reader, for good */
+    CHECK_EQ(sqf_rwlock_destroy(rw), EBUSY);
+    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0); /* repaired */
+    CHECK_EQ(sqf_rwlock_trywrlock(rw), 0);
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);
+}
+
+int main(void)
+{
+    watchdog(120);
+    if (!SQF_TEST_SHARED_EXPECTED) {
+        printf("process_death: the portable backend cannot share (process_shared checks "
+               "ENOTSUP)\n");
+        return check_done();
+    }
+    shm = mmap(NULL, sizeof *shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(shm != MAP_FAILED);
+    if (shm == MAP_FAILED) return check_done();
+    test_mutex_starver();
+    test_sem();
+    test_cond();
+    test_wake_all();
+    test_barrier();
+    test_once();
+    test_rwlock();
+    munmap(shm, sizeof *shm);
+    return check_done();
+}
