@@ -32,6 +32,7 @@
 #include <squarefree/cancel.h>
 #include <squarefree/countdown.h>
 #include <squarefree/rwlock.h>
+#include <squarefree/robust.h>
 #include <squarefree/loop.h>
 
 #endif

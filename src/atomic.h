@@ -154,6 +154,14 @@ static inline void at_fence(memory_order mo)
     atomic_thread_fence(mo);
 }
 
+/* A compiler-only barrier: keeps this thread's plain stores in program
+ * order for an observer that looks only once the thread has stopped (the
+ * kernel reading the robust-futex list of a dead thread). */
+static inline void at_compiler_barrier(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
 /* A load that is never a scheduling point: for the dsched wait backend,
  * which must read a word inside one simulated kernel step. */
 static inline uint32_t at_peek(sqf_word *w)

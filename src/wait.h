@@ -87,4 +87,33 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
 /* Whether this backend supports shared (cross-process) waiting. */
 bool sqf_wait_shared_supported(void);
 
+/* The kernel's robust-futex list head of the calling thread (Linux
+ * set_robust_list), as the C library registered it, for the robust mutex.
+ * The kernel walks the list when the thread exits or dies and releases
+ * every futex word on it that still holds the thread's id. */
+struct sqf_robust_head {
+    void *list;            /* the first entry (its `next` link), or &list when empty */
+    long futex_offset;     /* from an entry to its futex word */
+    void *list_op_pending; /* an entry being locked or unlocked right now */
+};
+
+/* The calling thread's kernel thread id and robust-list head, cached per
+ * thread by the backend (initial-exec TLS: one load at a fixed offset).
+ * sqf_self fills the cache on first use, and returns NULL where the backend
+ * has no head whose entries put the futex word futex_offset bytes from
+ * their `next` link with a `prev` link just before it (glibc on 64-bit
+ * Linux).  The child of a fork gets its own id. */
+struct sqf_thread_self {
+    uint32_t tid;
+    struct sqf_robust_head *head;
+};
+extern _Thread_local struct sqf_thread_self sqf_self_ __attribute__((tls_model("initial-exec")));
+struct sqf_thread_self *sqf_self_fill_(long futex_offset);
+
+static inline struct sqf_thread_self *sqf_self(long futex_offset)
+{
+    struct sqf_thread_self *me = &sqf_self_;
+    return me->head ? me : sqf_self_fill_(futex_offset);
+}
+
 #endif

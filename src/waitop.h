@@ -49,6 +49,7 @@
 #include <squarefree/latch.h>
 #include <squarefree/mutex.h>
 #include <squarefree/once.h>
+#include <squarefree/robust.h>
 #include <squarefree/rwlock.h>
 #include <squarefree/sem.h>
 
@@ -127,6 +128,12 @@ struct sqf_waitop {
             int stage, result;
             struct sqf_mutex_wait relock;
         } cond;
+        struct {
+            sqf_robust_mutex *m;
+            struct sqf_robust_head *head;
+            uint32_t tid;
+            bool waited; /* has slept: others may sleep too, keep WAITERS */
+        } robust;
     } u;
 };
 
@@ -138,6 +145,7 @@ int sqf_countdown_wait_step_(struct sqf_waitop *op, int how); /* u.countdown.c *
 int sqf_once_run_step_(struct sqf_waitop *op, int how);       /* u.once.o, fn, arg */
 int sqf_sem_acquire_step_(struct sqf_waitop *op, int how);    /* u.sem.s */
 int sqf_mutex_lock_step_(struct sqf_waitop *op, int how);     /* u.mutex.m */
+int sqf_robust_lock_step_(struct sqf_waitop *op, int how);    /* u.robust.m */
 int sqf_cond_wait_step_(struct sqf_waitop *op, int how);      /* u.cond.c, m */
 int sqf_rwlock_rdlock_step_(struct sqf_waitop *op, int how);  /* u.rwlock.l */
 int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how);  /* u.rwlock.l */

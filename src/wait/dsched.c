@@ -538,3 +538,12 @@ bool sqf_wait_shared_supported(void)
 {
     return true;
 }
+
+/* No robust mutex here: the kernel's robust list needs the futex backend. */
+_Thread_local struct sqf_thread_self sqf_self_ __attribute__((tls_model("initial-exec")));
+
+struct sqf_thread_self *sqf_self_fill_(long futex_offset)
+{
+    (void)futex_offset;
+    return NULL;
+}

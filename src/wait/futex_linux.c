@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -110,4 +111,42 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
 bool sqf_wait_shared_supported(void)
 {
     return true;
+}
+
+/* The cache behind sqf_self.  gettid is a system call, and glibc registers
+ * a robust-list head for every thread when it starts (the child of a fork
+ * keeps its address), with doubly linked entries on 64-bit machines; another
+ * C library may lay its entries out otherwise: refuse then.  A fork's child
+ * has a new thread id: the handler, registered before any cache is filled,
+ * empties the forking thread's cache there (the only thread of the child). */
+_Thread_local struct sqf_thread_self sqf_self_ __attribute__((tls_model("initial-exec")));
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void self_after_fork(void)
+{
+    sqf_self_.tid = 0;
+    sqf_self_.head = NULL;
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, self_after_fork);
+}
+
+struct sqf_thread_self *sqf_self_fill_(long futex_offset)
+{
+#if defined(__GLIBC__) && UINTPTR_MAX == UINT64_MAX
+    pthread_once(&atfork_once, register_atfork);
+    struct sqf_robust_head *h = NULL;
+    size_t len = 0;
+    if (syscall(SYS_get_robust_list, 0, &h, &len) != 0 || !h || len != sizeof *h ||
+        h->futex_offset != futex_offset)
+        return NULL;
+    sqf_self_.tid = (uint32_t)syscall(SYS_gettid);
+    sqf_self_.head = h;
+    return &sqf_self_;
+#else
+    (void)futex_offset;
+    return NULL;
+#endif
 }
