@@ -203,10 +203,16 @@ static void test_unrecoverable(void)
 {
     CHECK_EQ(sqf_robust_mutex_init(&m, SQF_PRIVATE), 0);
     int order = 1;
-    CHECK_EQ(pthread_mutex_init(&pm, NULL), 0);
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    CHECK_EQ(pthread_mutex_init(&pm, &a), 0);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, exit_holding, &order), 0);
     pthread_join(t, NULL);
+    CHECK_EQ(pthread_mutex_lock(&pm), EOWNERDEAD); /* (the exited thread held it too) */
+    CHECK_EQ(pthread_mutex_consistent(&pm), 0);
+    CHECK_EQ(pthread_mutex_unlock(&pm), 0);
     CHECK_EQ(sqf_robust_mutex_lock(&m), EOWNERDEAD);
     int results[4];
     pthread_t s[4];
@@ -224,7 +230,7 @@ static void test_unrecoverable(void)
     CHECK_EQ(sqf_robust_mutex_init(&m, SQF_PRIVATE), 0);
     CHECK_EQ(sqf_robust_mutex_lock(&m), 0);
     CHECK_EQ(sqf_robust_mutex_unlock(&m), 0);
-    pthread_mutex_destroy(&pm);
+    CHECK_EQ(pthread_mutex_destroy(&pm), 0);
 }
 
 int main(void)
