@@ -8,6 +8,7 @@
  * Run `sqbench --help` for the options. */
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,7 @@ struct experiment {
     int (*run)(void);
 };
 
-/* The order of `report`: cheapest and most basic first.  S6 and S7
- * (process-shared) slot in after S5 once process-shared support exists. */
+/* The order of `report`: cheapest and most basic first. */
 static const struct experiment experiments[] = {
     {"u1", "costs", "uncontended costs (ns and instructions per operation)", sb_run_u1},
     {"s1", "square", "start n threads", sb_run_s1},
@@ -38,6 +38,8 @@ static const struct experiment experiments[] = {
     {"s3", "square", "notify n-1 threads through a semaphore", sb_run_s3},
     {"s4", "square", "wake n threads with one event", sb_run_s4},
     {"s5", "square", "n threads pass a barrier 10 times", sb_run_s5},
+    {"s6", "square", "start n processes", sb_run_s6},
+    {"s7", "square", "serialise n processes through one lock", sb_run_s7},
     {"w1", "wake", "wake-all latency of k sleeping waiters", sb_run_w1},
     {"w2", "wake", "wake-all latency of k waits pending in an event loop", sb_run_w2},
     {"w2c", "wake", "ping-pong between a thread and an event loop", sb_run_w2c},
@@ -58,11 +60,15 @@ static void usage(FILE *out)
         "  --runs N          runs per data point, median reported (default 5, at least 5)\n"
         "  --limit SEC       time limit of one run of one data point (default 30, quick 5)\n"
         "  --duration SEC    length of one timed run in C1, C2, O1 (default per experiment)\n"
-        "  --n LIST          thread counts of S1-S5 (default 100,200,400,800,1600;\n"
-        "                    quick 100,200,400,800), waiter counts k of W1, W2\n"
+        "  --n LIST          thread counts of S1-S5 (default 100,200,400,800,1600),\n"
+        "                    process counts of S6, S7 (default 25,50,100,200,400; quick\n"
+        "                    up to 200), waiter counts k of W1, W2\n"
         "  --threads LIST    thread counts of C1 (default 1,2,4,8) and O1 (1,2,4,...,256)\n"
         "  --locks LIST      locks of C1, C2 and O1 (default all built: pthread,\n"
         "                    pthread-adaptive,ttas,ck-mcs,sqf)\n"
+        "  --cpus K          pin the whole run to K of the CPUs this process may use\n"
+        "  --sched rr        run everything under SCHED_RR (needs root or CAP_SYS_NICE),\n"
+        "                    the seed's setting where the square shows in its pure form\n"
         "  --csv DIR         write every raw run to DIR/sqbench.csv and draw plots there\n"
         "  --json FILE       write every raw run and verdict to FILE\n"
         "  --no-plots        with --csv, do not draw plots\n"
@@ -113,8 +119,65 @@ static void head(int argc, char **argv)
     printf("  date    : %s\n", date);
     printf("  settings: %s, %d runs per point (median [min-max]), limit %.0f s per run\n",
            sb.quick ? "quick" : "full", sb.runs, sb.limit_s);
+    char where[160];
+    sb_placement(where, sizeof where);
+    printf("  policy  : %s\n", where);
     printf("  Figures are only as quiet as the machine: run it with nothing else busy.\n");
     fflush(stdout);
+}
+
+/* --cpus and --sched, applied to the main thread before anything starts:
+ * threads and processes created later inherit both. */
+static void place(void)
+{
+    if (sb.cpus) {
+        cpu_set_t allowed, want;
+        if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+            sb_fail("--cpus: sched_getaffinity: %s", strerror(errno));
+        if (sb.cpus > CPU_COUNT(&allowed))
+            sb_fail("--cpus %d: only %d CPUs are allowed to this process", sb.cpus,
+                    CPU_COUNT(&allowed));
+        CPU_ZERO(&want);
+        for (int c = 0, k = 0; c < CPU_SETSIZE && k < sb.cpus; c++)
+            if (CPU_ISSET(c, &allowed)) {
+                CPU_SET(c, &want);
+                k++;
+            }
+        if (sched_setaffinity(0, sizeof want, &want) != 0)
+            sb_fail("--cpus: sched_setaffinity: %s", strerror(errno));
+    }
+    if (sb.sched_rr) {
+        struct sched_param p = {.sched_priority = 1};
+        if (sched_setscheduler(0, SCHED_RR, &p) != 0)
+            sb_fail("--sched rr: cannot run under SCHED_RR (%s): it needs root or "
+                    "CAP_SYS_NICE (or an RLIMIT_RTPRIO of at least 1)",
+                    strerror(errno));
+    }
+}
+
+void sb_placement(char *buf, size_t n)
+{
+    int pol = sched_getscheduler(0);
+    struct sched_param p = {0};
+    sched_getparam(0, &p);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    sched_getaffinity(0, sizeof set, &set);
+    size_t len = (size_t)snprintf(buf, n, "%s",
+                                  pol == SCHED_RR     ? "SCHED_RR"
+                                  : pol == SCHED_FIFO ? "SCHED_FIFO"
+                                                      : "SCHED_OTHER");
+    if (pol == SCHED_RR || pol == SCHED_FIFO)
+        len += (size_t)snprintf(buf + len, len < n ? n - len : 0, " priority %d", p.sched_priority);
+    len += (size_t)snprintf(buf + len, len < n ? n - len : 0, ", %d CPU%s:", CPU_COUNT(&set),
+                            CPU_COUNT(&set) == 1 ? "" : "s");
+    for (int c = 0; c < CPU_SETSIZE && len < n; c++)
+        if (CPU_ISSET(c, &set)) len += (size_t)snprintf(buf + len, n - len, " %d", c);
+}
+
+int sb_sched_rr(void)
+{
+    return sched_getscheduler(0) == SCHED_RR;
 }
 
 static void draw_plots(const char *dir)
@@ -204,6 +267,17 @@ int main(int argc, char **argv)
             if (!next || !*next) usage_error("%s needs a file name", a);
             sb.json_path = next;
             i++;
+        } else if (strcmp(a, "--cpus") == 0) {
+            int v[1];
+            if (!next || sb_parse_list(next, v, 1, 1, 4096, err, sizeof err) != 1)
+                usage_error("--cpus needs a number of CPUs, not '%s'", next ? next : "");
+            sb.cpus = v[0];
+            i++;
+        } else if (strcmp(a, "--sched") == 0) {
+            if (!next || (strcmp(next, "rr") != 0 && strcmp(next, "other") != 0))
+                usage_error("--sched needs rr or other, not '%s'", next ? next : "");
+            sb.sched_rr = strcmp(next, "rr") == 0;
+            i++;
         } else if (strcmp(a, "--no-plots") == 0) {
             sb.plots = 0;
         } else if (strcmp(a, "--no-callgrind") == 0) {
@@ -236,6 +310,7 @@ int main(int argc, char **argv)
     if (sb.limit_s == 0) sb.limit_s = sb.quick ? 5 : 30;
     if (!locks_chosen) sb_locks_select(NULL, err, sizeof err);
 
+    place();
     sb_output_prepare();
     head(argc, argv);
     int64_t t0 = sb_now_ns();

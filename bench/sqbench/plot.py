@@ -310,7 +310,8 @@ def square_panel(ax, data, exp, style, title, markersize=5):
         log_axis(ax, "x", ticks=xs)
     log_axis(ax, "y")
     # Time grows to the right: the upper left is where the legend hides nothing.
-    finish(ax, title, "n (threads)", "median seconds", loc="upper left")
+    unit = "processes" if exp in ("S6", "S7") else "threads"
+    finish(ax, title, "n (%s)" % unit, "median seconds", loc="upper left")
 
 
 def fig_square(plt, data, outdir, style):

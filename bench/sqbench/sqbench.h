@@ -35,6 +35,8 @@ struct sb_opts {
     int plots;             /* draw plots next to the CSV (default on with --csv) */
     int callgrind;         /* U1: also count instructions with valgrind (default on) */
     const char *self;      /* path of this executable (U1 re-runs it under valgrind) */
+    int cpus;              /* --cpus K: pinned to K of the CPUs allowed (0: all) */
+    int sched_rr;          /* --sched rr: everything runs under SCHED_RR */
 };
 extern struct sb_opts sb;
 
@@ -77,6 +79,11 @@ void sb_verdict(const char *exp, int met, const char *fmt, ...)
 /* A plain remark in the report (not a claim). */
 void sb_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One line on stderr, exit status 2; no output file is written. */
+/* The scheduling policy and CPUs this process runs on, for the report
+ * ("SCHED_OTHER, 2 CPUs: 0-1"); whether the policy is SCHED_RR. */
+void sb_placement(char *buf, size_t n);
+int sb_sched_rr(void);
+
 _Noreturn void sb_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Experiment heading. */
 void sb_heading(const char *exp, const char *title);
@@ -127,6 +134,8 @@ int sb_run_s2(void);
 int sb_run_s3(void);
 int sb_run_s4(void);
 int sb_run_s5(void);
+int sb_run_s6(void);
+int sb_run_s7(void);
 int sb_run_c1(void);
 int sb_run_c2(void);
 int sb_run_u1(void);

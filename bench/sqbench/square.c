@@ -1,4 +1,6 @@
-/* square.c: the square experiments S1-S5 of seeds/000 (BENCHMARKS.md "S").
+/* square.c: the square experiments S1-S7 of seeds/000 (BENCHMARKS.md "S"):
+ * S1-S5 with threads, S6 and S7 (the seed's multiprocessing cases) with
+ * forked processes.
  *
  * Each experiment starts n threads, wakes or serialises them while the
  * others keep "working" (sched_yield in a loop, like the seed's
@@ -19,7 +21,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <squarefree.h>
 
@@ -515,6 +520,204 @@ static int64_t s5_run(int v, int n)
     return t;
 }
 
+/* ==== S6, S7: the seed's multiprocessing experiments =========================
+ * The notify (start) and mutex cases again with n processes (fork) instead of
+ * threads, the state in one MAP_SHARED region mapped before the first fork.
+ * Each child polls with its own copy of the run's deadline and reports a
+ * time-out through the region; the parent reaps every child. */
+
+static struct sp_shared {
+    int n;
+    atomic_int left;      /* S6: processes not yet started */
+    atomic_int in;        /* S7: counted in before the lock */
+    atomic_int done;      /* S7 seed: processes through the lock, counted down */
+    atomic_int expired;   /* a child's polling saw the deadline pass */
+    atomic_llong start;   /* S7: the timed section began (first holder) */
+    int first_seen;       /* S7: guarded by the lock */
+    pthread_barrier_t pb; /* PTHREAD_PROCESS_SHARED */
+    pthread_mutex_t pm;   /* PTHREAD_PROCESS_SHARED */
+    sem_t sem;            /* process-shared, value 1: what multiprocessing.Lock is */
+    sqf_latch latch;
+    sqf_mutex m;
+    sqf_countdown batch;
+} * sp;
+static pid_t *sp_pids;
+static int sp_cap;
+
+static void sp_prepare(const char *exp, int n)
+{
+    if (!sp) {
+        sp = mmap(NULL, sizeof *sp, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (sp == MAP_FAILED) sb_fail("%s: mmap of the shared region: %s", exp, strerror(errno));
+    }
+    if (n > sp_cap) {
+        free(sp_pids);
+        sp_pids = malloc(sizeof *sp_pids * (size_t)n);
+        if (!sp_pids) sb_fail("%s: out of memory for %d processes", exp, n);
+        sp_cap = n;
+    }
+    sp->n = n;
+    atomic_store(&sp->expired, 0);
+    atomic_store(&sp->start, 0);
+}
+
+/* The seed's polling in a child: its "work" until cond holds or the run's
+ * deadline passes (then told to the parent). */
+#define SP_POLL(cond)                                                                              \
+    do {                                                                                           \
+        while (!(cond)) {                                                                          \
+            if (s_over()) {                                                                        \
+                atomic_store(&sp->expired, 1);                                                     \
+                break;                                                                             \
+            }                                                                                      \
+            sb_work();                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Fork n children running fn(v) (or nothing: the floor), reap them all. */
+static void sp_fork_all(const char *exp, int n, void (*fn)(int), int v)
+{
+    fflush(stdout);
+    for (int i = 0; i < n; i++) {
+        pid_t p = fork();
+        if (p < 0)
+            sb_fail("%s: the system refused process %d of %d (fork: %s); try a smaller --n", exp,
+                    i + 1, n, strerror(errno));
+        if (p == 0) {
+            if (fn) fn(v);
+            _exit(0);
+        }
+        sp_pids[i] = p;
+    }
+    for (int i = 0; i < n; i++) {
+        int st;
+        while (waitpid(sp_pids[i], &st, 0) < 0 && errno == EINTR) {
+        }
+    }
+}
+
+static void sp_shared_pthread(const char *exp, int n)
+{
+    pthread_barrierattr_t ba;
+    pthread_mutexattr_t ma;
+    pthread_barrierattr_init(&ba);
+    pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    if (pthread_barrier_init(&sp->pb, &ba, (unsigned)n) != 0 ||
+        pthread_mutex_init(&sp->pm, &ma) != 0 || sem_init(&sp->sem, 1, 1) != 0)
+        sb_fail("%s: process-shared pthread objects: %s", exp, strerror(errno));
+    pthread_barrierattr_destroy(&ba);
+    pthread_mutexattr_destroy(&ma);
+}
+
+static void sp_destroy_pthread(void)
+{
+    pthread_barrier_destroy(&sp->pb);
+    pthread_mutex_destroy(&sp->pm);
+    sem_destroy(&sp->sem);
+}
+
+/* --- S6: start n processes (the seed's notify case) --- */
+
+static void s6_child(int v)
+{
+    switch (v) {
+    case 1: /* seed: count in, poll until all have */
+        atomic_fetch_sub(&sp->left, 1);
+        SP_POLL(atomic_load(&sp->left) == 0);
+        break;
+    case 2:
+        pthread_barrier_wait(&sp->pb);
+        break;
+    case 3:
+        sqf_latch_arrive_and_wait(&sp->latch, 1);
+        break;
+    }
+}
+
+static int64_t s6_run(int v, int n)
+{
+    sp_prepare("S6", n);
+    atomic_store(&sp->left, n);
+    sp_shared_pthread("S6", n);
+    if (sqf_latch_init(&sp->latch, (unsigned)n, SQF_SHARED) != 0) sb_fail("S6: sqf_latch_init");
+    int64_t t0 = sb_now_ns();
+    sp_fork_all("S6", n, v == 0 ? NULL : s6_child, v);
+    int64_t t = sb_now_ns() - t0;
+    if (atomic_load(&sp->expired)) atomic_store(&s_expired, 1);
+    sp_destroy_pthread();
+    return t;
+}
+
+/* --- S7: serialise n processes through one lock (the seed's mutex case) --- */
+
+static void s7_section(void)
+{
+    if (!sp->first_seen) {
+        sp->first_seen = 1;
+        SP_POLL(atomic_load(&sp->in) == sp->n);
+        long long zero = 0;
+        atomic_compare_exchange_strong(&sp->start, &zero, (long long)sb_now_ns());
+    }
+}
+
+static void s7_child(int v)
+{
+    if (v == 3) sqf_countdown_up(&sp->batch, 1); /* n is not known to this code */
+    atomic_fetch_add(&sp->in, 1);
+    switch (v) {
+    case 1:
+        pthread_mutex_lock(&sp->pm);
+        break;
+    case 2:
+        while (sem_wait(&sp->sem) != 0) {
+        }
+        break;
+    default:
+        sqf_mutex_lock(&sp->m);
+        break;
+    }
+    s7_section();
+    switch (v) {
+    case 1:
+        pthread_mutex_unlock(&sp->pm);
+        break;
+    case 2:
+        sem_post(&sp->sem);
+        break;
+    default:
+        sqf_mutex_unlock(&sp->m);
+        break;
+    }
+    if (v == 3) {
+        sqf_countdown_down(&sp->batch);
+        sqf_countdown_wait(&sp->batch);
+    } else {
+        atomic_fetch_sub(&sp->done, 1);
+        SP_POLL(atomic_load(&sp->done) == 0);
+    }
+}
+
+static int64_t s7_run(int v, int n)
+{
+    sp_prepare("S7", n);
+    atomic_store(&sp->in, 0);
+    atomic_store(&sp->done, n);
+    sp->first_seen = 0;
+    sp_shared_pthread("S7", n);
+    if (sqf_mutex_init(&sp->m, SQF_SHARED) != 0 ||
+        sqf_countdown_init(&sp->batch, 0, SQF_SHARED) != 0)
+        sb_fail("S7: squarefree's process-shared init");
+    int64_t t0 = sb_now_ns();
+    sp_fork_all("S7", n, v == 0 ? NULL : s7_child, v);
+    int64_t end = sb_now_ns();
+    if (atomic_load(&sp->expired)) atomic_store(&s_expired, 1);
+    sp_destroy_pthread();
+    long long start = atomic_load(&sp->start);
+    return end - (v == 0 || start == 0 ? t0 : (int64_t)start); /* the floor: fork and wait */
+}
+
 /* ==== the driver ============================================================ */
 
 struct s_variant {
@@ -532,6 +735,7 @@ struct s_result {
 };
 
 static const int s_default_n[] = {100, 200, 400, 800, 1600};
+#define S_NDEFAULT ((int)(sizeof s_default_n / sizeof s_default_n[0]))
 
 static void s_table_block(const struct s_variant *v, struct s_result *r, int j0, int j1)
 {
@@ -587,7 +791,8 @@ static void s_table(struct s_variant const *v, struct s_result *r)
 
 /* Runs every variant at every n, interleaved, and fits the exponents. */
 static void s_experiment(const char *exp, const char *title, const struct s_variant *v, int nv,
-                         int64_t (*fn)(int v, int n), struct s_result *r)
+                         int64_t (*fn)(int v, int n), struct s_result *r, const int *dflt,
+                         int ndflt)
 {
     static int watching;
     if (!watching) { /* the watchdog starts with the first S experiment */
@@ -596,10 +801,12 @@ static void s_experiment(const char *exp, const char *title, const struct s_vari
         watching = 1;
     }
     sb_heading(exp, title);
+    char where[160];
+    sb_placement(where, sizeof where);
+    printf("  (%s)\n", where);
     memset(r, 0, sizeof *r);
     r->nv = nv;
-    r->nn = sb_list_or(sb.n, sb.nn, s_default_n, (int)(sizeof s_default_n / sizeof s_default_n[0]),
-                       r->n);
+    r->nn = sb_list_or(sb.n, sb.nn, dflt, ndflt, r->n);
     int maxn = 0;
     for (int i = 0; i < r->nn; i++)
         maxn = r->n[i] > maxn ? r->n[i] : maxn;
@@ -730,7 +937,7 @@ int sb_run_s1(void)
                  "start n threads (floor: create and join only; seed: polling; seed-wait: the "
                  "creator waits for each; pthread: pthread_barrier; sqf: sqf_latch; c++20: "
                  "std::latch)",
-                 v, 6, s1_run, &r);
+                 v, 6, s1_run, &r, s_default_n, S_NDEFAULT);
     static const char *const peers[] = {"seed", "seed-wait", "pthread"};
     s_verdict_exponents("S1", v, &r);
     s_verdict_vs_best("S1", v, &r, peers, 3);
@@ -754,7 +961,7 @@ int sb_run_s2(void)
                  "pthread: + pthread_barrier; sqf: sqf_mutex + sqf_countdown; sqf-combine: "
                  "the seed's code through sqf_mutex_combine; sqf-mutex: the seed's code on "
                  "sqf_mutex)",
-                 v, 5, s2_run, &r);
+                 v, 5, s2_run, &r, s_default_n, S_NDEFAULT);
     int nmax = r.n[r.nn - 1];
     double seed = s_last(&r, 0), pth = s_last(&r, 1), sqf = s_last(&r, 2), comb = s_last(&r, 3),
            plain = s_last(&r, 4);
@@ -785,7 +992,7 @@ int sb_run_s3(void)
                  "notify n-1 threads (seed: sem_post loop + polling; sqf: sqf_sem release(1) "
                  "loop; sqf-batch: one release(n-1); sqf-latch: one release(n-1), then an "
                  "sqf_latch instead of polling)",
-                 v, 4, s3_run, &r);
+                 v, 4, s3_run, &r, s_default_n, S_NDEFAULT);
     static const char *const peers[] = {"seed"};
     s_verdict_exponents("S3", v, &r);
     s_verdict_vs_best("S3", v, &r, peers, 1);
@@ -801,7 +1008,7 @@ int sb_run_s4(void)
                  "wake n threads with one event (seed: pthread_cond_broadcast + polling; "
                  "sqf: sqf_event + polling; sqf-latch: sqf_event, then an sqf_latch; c++20: "
                  "std::latch + polling)",
-                 v, 4, s4_run, &r);
+                 v, 4, s4_run, &r, s_default_n, S_NDEFAULT);
     static const char *const peers[] = {"seed"};
     s_verdict_exponents("S4", v, &r);
     s_verdict_vs_best("S4", v, &r, peers, 1);
@@ -816,10 +1023,82 @@ int sb_run_s5(void)
     s_experiment("S5",
                  "n threads pass a barrier 10 times (pthread_barrier, std::barrier, "
                  "sqf_barrier)",
-                 v, 3, s5_run, &r);
+                 v, 3, s5_run, &r, s_default_n, S_NDEFAULT);
     static const char *const peers[] = {"pthread"};
     s_verdict_exponents("S5", v, &r);
     s_verdict_vs_best("S5", v, &r, peers, 1);
     s_note_vs_cxx("S5", v, &r);
+    return 0;
+}
+
+/* S6 and S7 grow with the number of processes: their own n lists. */
+static const int sp_default_n[] = {25, 50, 100, 200, 400};
+static const int sp_quick_n[] = {25, 50, 100, 200};
+
+/* Squarefree variants grow no faster than the floor of the same table. */
+static void s_verdict_vs_floor(const char *exp, const struct s_variant *v, const struct s_result *r,
+                               int floor)
+{
+    for (int j = 0; j < r->nv; j++) {
+        if (!v[j].sqf || !v[j].built) continue;
+        sb_verdict(exp, r->k[j] <= r->k[floor] + 0.05,
+                   "%s exponent %.3f (target <= the floor's %.3f + 0.05)", v[j].name, r->k[j],
+                   r->k[floor]);
+    }
+}
+
+/* Process-shared squarefree needs the futex wait backend. */
+static int sp_supported(const char *exp)
+{
+    sqf_latch probe;
+    if (sqf_latch_init(&probe, 1, SQF_SHARED) == ENOTSUP) {
+        sb_heading(exp, "skipped");
+        sb_note("%s: not run: this build's wait backend cannot share primitives between "
+                "processes (build with the futex backend)",
+                exp);
+        return 0;
+    }
+    return 1;
+}
+
+int sb_run_s6(void)
+{
+    if (!sp_supported("S6")) return 0;
+    static const struct s_variant v[] = {
+        {"floor", 1, 0}, {"seed", 1, 0}, {"pthread", 1, 0}, {"sqf", 1, 1}};
+    struct s_result r;
+    s_experiment("S6",
+                 "start n processes (floor: fork and wait only; seed: a shared counter and "
+                 "polling; pthread: a process-shared pthread_barrier; sqf: a shared sqf_latch)",
+                 v, 4, s6_run, &r, sb.quick ? sp_quick_n : sp_default_n, sb.quick ? 4 : 5);
+    s_verdict_vs_floor("S6", v, &r, 0);
+    sb_note("S6: seed exponent %.2f, pthread %.2f, floor %.2f", r.k[1], r.k[2], r.k[0]);
+    return 0;
+}
+
+int sb_run_s7(void)
+{
+    if (!sp_supported("S7")) return 0;
+    static const struct s_variant v[] = {
+        {"floor", 1, 0}, {"seed", 1, 0}, {"seed-sem", 1, 0}, {"sqf", 1, 1}, {"sqf-mutex", 1, 1}};
+    struct s_result r;
+    s_experiment("S7",
+                 "serialise n processes through one lock (floor: fork and wait only; seed: a "
+                 "process-shared pthread_mutex + polling; seed-sem: a process-shared sem_t, "
+                 "what multiprocessing.Lock is, + polling; sqf: sqf_mutex + sqf_countdown; "
+                 "sqf-mutex: the seed's code on a shared sqf_mutex)",
+                 v, 5, s7_run, &r, sb.quick ? sp_quick_n : sp_default_n, sb.quick ? 4 : 5);
+    s_verdict_vs_floor("S7", v, &r, 0);
+    int nmax = r.n[r.nn - 1];
+    double seed = s_last(&r, 1), sqf = s_last(&r, 3);
+    if (sb_sched_rr())
+        sb_verdict("S7", seed / sqf >= 10,
+                   "sqf (countdown) %.1fx faster than the seed's code on a shared pthread_mutex "
+                   "at n=%d under SCHED_RR (target >= 10x)",
+                   seed / sqf, nmax);
+    else
+        sb_note("S7: sqf (countdown) %.1fx faster than the seed's code on a shared pthread_mutex "
+                "at n=%d under SCHED_OTHER (the 10x target is for SCHED_RR: --sched rr)",
+                seed / sqf, nmax);
     return 0;
 }
