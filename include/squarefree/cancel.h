@@ -47,6 +47,15 @@
  * system call.  Waiting with a token costs one atomic operation per token
  * in the chain before sleeping, and nothing on calls that do not sleep.
  *
+ * Processes: a token is private to its process (it sleeps on private
+ * futexes, and a child token holds its parent's address).  A thread may
+ * pass its own token to a wait on a process-shared primitive: the wait
+ * sleeps on the shared word and the private token at once, and cancelling
+ * the token stops it as usual.  Another process cannot cancel it: to stop
+ * waiters in several processes, use a shared primitive they wait on (abort
+ * a shared latch or barrier, set a shared event).  sqf_mutex_combine on a
+ * shared mutex runs as lock, fn, unlock (see mutex.h).
+ *
  * State (invariants):
  *   word      bit 0 CANCELLED: set by sqf_cancel_cancel, never cleared.
  *             bit 1 WAITERS: a thread may sleep on the word; cancel wakes
