@@ -14,7 +14,10 @@
  * - once: a runner that dies leaves it RUNNING: timedrun returns ETIMEDOUT
  *   and runs nothing; init repairs it;
  * - rwlock: a reader that dies waiting becomes a phantom reader at the next
- *   grant (trywrlock EBUSY for good); init repairs it.
+ *   grant (trywrlock EBUSY for good); a writer that dies holding the turn
+ *   while readers drain leaves WRITER set; init repairs both.  A writer that
+ *   dies asleep waiting for the turn leaves only a stale WSLEEP: the
+ *   hand-off that finds nobody is revoked, and the lock works on.
  * The kernel removes a dead process from the futex queues, so no wake-up
  * is spent on it; what it leaves is at most a count (see each header).
  *
@@ -382,6 +385,45 @@ static void test_rwlock(void)
     CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);
 }
 
+static void write_forever(void)
+{
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    sqf_rwlock_wrlock(&shm->rw); /* killed asleep: waiting for the turn, or draining */
+}
+
+static void test_rwlock_writers(void)
+{
+    sqf_rwlock *rw = &shm->rw;
+    /* A writer asleep for the turn dies: a stale WSLEEP, nothing worse. */
+    reset_flag();
+    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
+    CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
+    pid_t p = child(write_forever);
+    until_asleep(p, 1);
+    kill_and_reap(p);
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0); /* the hand-off finds nobody: revoked */
+    CHECK_EQ(sqf_rwlock_trywrlock(rw), 0);
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);
+    CHECK_EQ(sqf_rwlock_tryrdlock(rw), 0);
+    CHECK_EQ(sqf_rwlock_rdunlock(rw), 0);
+    CHECK_EQ(sqf_rwlock_destroy(rw), 0);
+
+    /* A writer that has the turn and waits for a reader to leave dies:
+     * WRITER stays set (documented); init repairs it. */
+    reset_flag();
+    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
+    CHECK_EQ(sqf_rwlock_rdlock(rw), 0);
+    p = child(write_forever);
+    until_asleep(p, 1);
+    kill_and_reap(p);
+    CHECK_EQ(sqf_rwlock_rdunlock(rw), 0);
+    CHECK_EQ(sqf_rwlock_tryrdlock(rw), EBUSY); /* the dead writer's turn, for good */
+    CHECK_EQ(sqf_rwlock_trywrlock(rw), EBUSY);
+    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0); /* repaired */
+    CHECK_EQ(sqf_rwlock_tryrdlock(rw), 0);
+    CHECK_EQ(sqf_rwlock_rdunlock(rw), 0);
+}
+
 int main(void)
 {
     watchdog(120);
@@ -400,6 +442,7 @@ int main(void)
     test_barrier();
     test_once();
     test_rwlock();
+    test_rwlock_writers();
     munmap(shm, sizeof *shm);
     return check_done();
 }
