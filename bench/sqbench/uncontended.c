@@ -53,6 +53,9 @@ static struct {
     pthread_mutex_t pta __attribute__((aligned(128)));
     atomic_int ttas __attribute__((aligned(128)));
     sqf_mutex sqf __attribute__((aligned(128)));
+    sqf_mutex sqf_shared __attribute__((aligned(128)));
+    pthread_mutex_t pt_robust __attribute__((aligned(128)));
+    sqf_robust_mutex sqf_robust __attribute__((aligned(128)));
     sem_t psem __attribute__((aligned(128)));
     sqf_sem ssem __attribute__((aligned(128)));
     pthread_mutex_t ev_mu __attribute__((aligned(128)));
@@ -88,6 +91,12 @@ U_LOOP(u1_pair_ck_mcs, ck_spinlock_mcs_lock(&u.mcs, &u.mcs_node); BARRIER();
        ck_spinlock_mcs_unlock(&u.mcs, &u.mcs_node))
 #endif
 U_LOOP(u1_pair_sqf, bad |= sqf_mutex_lock(&u.sqf); BARRIER(); bad |= sqf_mutex_unlock(&u.sqf))
+U_LOOP(u1_pair_sqf_shared, bad |= sqf_mutex_lock(&u.sqf_shared); BARRIER();
+       bad |= sqf_mutex_unlock(&u.sqf_shared))
+U_LOOP(u1_pair_pthread_robust, bad |= pthread_mutex_lock(&u.pt_robust); BARRIER();
+       bad |= pthread_mutex_unlock(&u.pt_robust))
+U_LOOP(u1_pair_sqf_robust, bad |= sqf_robust_mutex_lock(&u.sqf_robust); BARRIER();
+       bad |= sqf_robust_mutex_unlock(&u.sqf_robust))
 U_LOOP(u1_trylock_pthread, bad |= pthread_mutex_trylock(&u.pt); BARRIER();
        bad |= pthread_mutex_unlock(&u.pt))
 U_LOOP(u1_trylock_sqf, bad |= sqf_mutex_trylock(&u.sqf); BARRIER(); bad |= sqf_mutex_unlock(&u.sqf))
@@ -103,25 +112,40 @@ struct u_variant {
     long iters;
     double ns[U_MAX_RUNS];
     double instr; /* per operation; NaN if not counted */
+    int absent; /* not available in this build (process-shared or robust on the portable backend) */
 };
 
 #define V(name, fn)                                                                                \
     {                                                                                              \
-        name, #fn, fn, 0, {0}, NAN                                                                 \
+        name, #fn, fn, 0, {0}, NAN, 0                                                              \
     }
 static struct u_variant uv[] = {
-    V("pair/pthread", u1_pair_pthread), V("pair/pthread-adaptive", u1_pair_pthread_adaptive),
+    V("pair/pthread", u1_pair_pthread),
+    V("pair/pthread-adaptive", u1_pair_pthread_adaptive),
     V("pair/ttas", u1_pair_ttas),
 #ifdef SQB_HAVE_CK
     V("pair/ck-mcs", u1_pair_ck_mcs),
 #endif
-    V("pair/sqf", u1_pair_sqf),         V("trylock/pthread", u1_trylock_pthread),
-    V("trylock/sqf", u1_trylock_sqf),   V("sem/posix", u1_sem_posix),
-    V("sem/sqf", u1_sem_sqf),           V("event/pthread", u1_event_pthread),
+    V("pair/sqf", u1_pair_sqf),
+    V("pair/sqf-shared", u1_pair_sqf_shared),
+    V("pair/pthread-robust", u1_pair_pthread_robust),
+    V("pair/sqf-robust", u1_pair_sqf_robust),
+    V("trylock/pthread", u1_trylock_pthread),
+    V("trylock/sqf", u1_trylock_sqf),
+    V("sem/posix", u1_sem_posix),
+    V("sem/sqf", u1_sem_sqf),
+    V("event/pthread", u1_event_pthread),
     V("event/sqf", u1_event_sqf),
 };
 #undef V
 #define NUV ((int)(sizeof uv / sizeof uv[0]))
+
+static int u_find(const char *name)
+{
+    for (int i = 0; i < NUV; i++)
+        if (strcmp(uv[i].name, name) == 0) return i;
+    return -1;
+}
 
 static void *idle(void *arg)
 {
@@ -146,6 +170,18 @@ static void u_setup(void)
         sb_fail("U1: cannot initialise the objects");
     pthread_mutexattr_destroy(&a);
     u.ev_flag = 1;
+    /* Process-shared and robust forms, as processes would use them (a
+     * robust pthread mutex is process-shared too here, as in S7's use). */
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    if (pthread_mutex_init(&u.pt_robust, &a))
+        sb_fail("U1: cannot initialise a robust pthread mutex");
+    pthread_mutexattr_destroy(&a);
+    if (sqf_mutex_init(&u.sqf_shared, SQF_SHARED) == ENOTSUP)
+        uv[u_find("pair/sqf-shared")].absent = 1;
+    if (sqf_robust_mutex_init(&u.sqf_robust, SQF_SHARED) == ENOTSUP)
+        uv[u_find("pair/sqf-robust")].absent = 1;
 }
 
 static int64_t u_time(struct u_variant *v, long iters)
@@ -241,23 +277,21 @@ static double u_callgrind(const struct u_variant *v, const char **why)
     return strtod(p + strlen("Collected :"), NULL) / (double)U_CG_ITERS;
 }
 
-static int u_find(const char *name)
-{
-    for (int i = 0; i < NUV; i++)
-        if (strcmp(uv[i].name, name) == 0) return i;
-    return -1;
-}
-
 int sb_run_u1(void)
 {
     sb_heading("U1", "uncontended costs: one thread, nobody else on the object");
     u_setup();
     int64_t target = sb.quick ? 20000000 : 100000000;
+    int present = 0;
     for (int i = 0; i < NUV; i++)
-        uv[i].iters = u_calibrate(&uv[i], target);
-    sb_progress_begin("U1", (long)sb.runs * NUV + (sb.callgrind ? NUV : 0));
+        if (!uv[i].absent) {
+            uv[i].iters = u_calibrate(&uv[i], target);
+            present++;
+        }
+    sb_progress_begin("U1", (long)sb.runs * present + (sb.callgrind ? present : 0));
     for (int run = 0; run < sb.runs; run++)
         for (int i = 0; i < NUV; i++) {
+            if (uv[i].absent) continue;
             uv[i].ns[run] = (double)u_time(&uv[i], uv[i].iters) / (double)uv[i].iters;
             sb_record("U1", uv[i].name, 1, 0, run, "ns_per_op", uv[i].ns[run], "ok");
             sb_progress_step();
@@ -265,6 +299,7 @@ int sb_run_u1(void)
     const char *why = NULL;
     if (sb.callgrind)
         for (int i = 0; i < NUV && !why; i++) {
+            if (uv[i].absent) continue;
             uv[i].instr = u_callgrind(&uv[i], &why);
             if (!why) sb_record("U1", uv[i].name, 1, 0, 0, "instr_per_op", uv[i].instr, "ok");
             sb_progress_step();
@@ -277,6 +312,10 @@ int sb_run_u1(void)
            "instructions per op");
     for (int i = 0; i < NUV; i++) {
         char ns[64], ins[32];
+        if (uv[i].absent) {
+            printf("  %-22s | %-24s |\n", uv[i].name, "not in this build");
+            continue;
+        }
         struct sb_sum s = sb_summarize(uv[i].ns, sb.runs);
         sb_fmt_sum(ns, sizeof ns, s, 1, 2);
         if (isnan(uv[i].instr))
@@ -305,5 +344,16 @@ int sb_run_u1(void)
     sb_verdict("U1", sqf_ns <= 1.5 * tt_ns,
                "sqf_mutex lock+unlock = %.2fx the TTAS spinlock's %.2f ns (aim <= 1.5x)",
                sqf_ns / tt_ns, tt_ns);
+    int sh = u_find("pair/sqf-shared"), rb = u_find("pair/sqf-robust");
+    if (!uv[sh].absent && !isnan(uv[sh].instr) && !isnan(uv[sqf].instr))
+        sb_verdict("U1", uv[sh].instr <= uv[sqf].instr + 0.5,
+                   "process-shared sqf_mutex lock+unlock %.1f instructions, private %.1f "
+                   "(target: no more)",
+                   uv[sh].instr, uv[sqf].instr);
+    if (!uv[rb].absent && !isnan(uv[rb].instr) && !isnan(uv[sh].instr))
+        sb_verdict("U1", uv[rb].instr <= uv[sh].instr + 1,
+                   "sqf_robust_mutex lock+unlock %.1f instructions, the shared sqf_mutex %.1f, "
+                   "a robust pthread_mutex %.1f (target: at most one more than sqf_mutex)",
+                   uv[rb].instr, uv[sh].instr, uv[u_find("pair/pthread-robust")].instr);
     return 0;
 }
