@@ -117,7 +117,8 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
              * wake and sleep (with two threads: no parallelism at all); spin
              * like a new arrival.  PARKED, because others may still sleep. */
             mw->spin = false;
-            if (op->may_spin && spin_acquire(w, op->deadline, MU_PARKED)) return 0;
+            if (op->may_spin && !mu_shared(mw->m) && spin_acquire(w, op->deadline, MU_PARKED))
+                return 0;
             continue;
         }
         uint32_t want = v | MU_PARKED;
@@ -139,7 +140,8 @@ int sqf_mutex_lock_step_(struct sqf_waitop *op, int how)
     if (how == SQF_OP_START) {
         sqf_word *w = mu_word(mw->m);
         if (try_take(w)) return 0;
-        if (op->may_spin && !sqf_cancel_is_cancelled(op->tok) && spin_acquire(w, op->deadline, 0))
+        if (op->may_spin && !mu_shared(mw->m) && !sqf_cancel_is_cancelled(op->tok) &&
+            spin_acquire(w, op->deadline, 0))
             return 0;
         mw->woken = false;
     }
