@@ -8,7 +8,7 @@
 #                                  --quick, into out/report/seed_scripts.csv and .png)
 #   scripts/run.sh ARGS...         sqbench ARGS...   (e.g. `report`, `s2 --n 100,1600`)
 #
-# The quick report takes under 3 minutes on 2 cores; `scripts/run.sh report
+# The quick report takes about 3 minutes on 2 cores; `scripts/run.sh report
 # --csv out/full` is the full one (much longer: O1 alone runs 1 s per point).
 # Raw runs go to out/report/sqbench.csv, plots next to it (PNG and SVG).
 #

@@ -56,7 +56,7 @@ static void usage(FILE *out)
         "usage: sqbench report [--quick] [OPTIONS]\n"
         "       sqbench EXPERIMENT... [OPTIONS]   (see `sqbench list`)\n"
         "options:\n"
-        "  --quick           short version of every experiment (report: under 3 min on 2 cores)\n"
+        "  --quick           short version of every experiment (report: about 3 min on 2 cores)\n"
         "  --runs N          runs per data point, median reported (default 5, at least 5)\n"
         "  --limit SEC       time limit of one run of one data point (default 30, quick 5)\n"
         "  --duration SEC    length of one timed run in C1, C2, O1 (default per experiment)\n"
