@@ -33,6 +33,9 @@ static bool try_take(sqf_word *w)
  * (see sqf_mutex_sleep_step_), which also stops at a hand-off, as it may take that. */
 static bool spin_acquire(sqf_word *w, sqf_deadline deadline, uint32_t extra)
 {
+    /* Not on a process-shared mutex: the cap counts this process's spinners
+     * only, and n processes would each spin (see "How it waits"). */
+    if (at_load(w, RLX) & MU_SHARED) return false;
     int cap = spinner_cap();
     uint32_t s = at_load(&spinners, RLX);
     do {
@@ -117,8 +120,7 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
              * wake and sleep (with two threads: no parallelism at all); spin
              * like a new arrival.  PARKED, because others may still sleep. */
             mw->spin = false;
-            if (op->may_spin && !mu_shared(mw->m) && spin_acquire(w, op->deadline, MU_PARKED))
-                return 0;
+            if (op->may_spin && spin_acquire(w, op->deadline, MU_PARKED)) return 0;
             continue;
         }
         uint32_t want = v | MU_PARKED;
@@ -140,8 +142,7 @@ int sqf_mutex_lock_step_(struct sqf_waitop *op, int how)
     if (how == SQF_OP_START) {
         sqf_word *w = mu_word(mw->m);
         if (try_take(w)) return 0;
-        if (op->may_spin && !mu_shared(mw->m) && !sqf_cancel_is_cancelled(op->tok) &&
-            spin_acquire(w, op->deadline, 0))
+        if (op->may_spin && !sqf_cancel_is_cancelled(op->tok) && spin_acquire(w, op->deadline, 0))
             return 0;
         mw->woken = false;
     }

@@ -82,13 +82,14 @@ static inline void pending(struct sqf_robust_head *h, sqf_robust_mutex *m)
     at_compiler_barrier();
 }
 
-/* Took the word (its id is ours): link, and tell what the last holder left. */
-static int taken(struct sqf_waitop *op, uint32_t old)
+/* Took the word (its id is ours; `old` is what it held): link, and tell
+ * what the last holder left.  The fast and the slow lock both end here. */
+static int taken(sqf_robust_mutex *m, struct sqf_robust_head *h, uint32_t old)
 {
-    sqf_robust_mutex *m = op->u.robust.m;
-    struct sqf_robust_head *h = op->u.robust.head;
     link_held(h, m);
     pending(h, NULL);
+    /* Read after the CAS, which acquires what the unlock that made the mutex
+     * unrecoverable (or a repairer's consistent) wrote before it. */
     uint32_t st = at_load(rb_state(m), RLX);
     if (st & RB_UNRECOVERABLE) { /* made so while we queued: give it back */
         sqf_robust_mutex_unlock(m);
@@ -129,7 +130,7 @@ int sqf_robust_lock_step_(struct sqf_waitop *op, int how)
         if (!(v & RB_TID)) { /* free, or its holder died */
             uint32_t want =
                 op->u.robust.tid | (v & RB_WAITERS) | (op->u.robust.waited ? RB_WAITERS : 0);
-            if (at_cas(w, &v, want, ACQ)) return taken(op, v);
+            if (at_cas(w, &v, want, ACQ)) return taken(m, op->u.robust.head, v);
             continue;
         }
         if (op->deadline != SQF_FOREVER && sqf_op_expired(op)) {
@@ -153,24 +154,19 @@ static int lock_wait(sqf_robust_mutex *m, sqf_deadline deadline, const sqf_cance
 }
 
 /* The uncontended lock: one CAS of the free word to our id, between the
- * list steps; anything else goes to the step protocol. */
+ * list steps; anything else goes to the step protocol.  A failed CAS clears
+ * the pending entry: the step may return without setting it (EDEADLK,
+ * ENOTRECOVERABLE), and a stale one would point the kernel at memory this
+ * thread may no longer own when it dies. */
 static inline int lock_fast(sqf_robust_mutex *m, struct sqf_robust_head *h, uint32_t tid)
 {
     pending(h, m);
     uint32_t v = 0;
-    if (!at_cas(rb_word(m), &v, tid, ACQ)) return -1; /* (pending stays: the slow path sets it) */
-    link_held(h, m);
-    pending(h, NULL);
-    /* Checked after the CAS, which acquires what the unlock that made the
-     * mutex unrecoverable (or a repairer's consistent) wrote before it. */
-    if (at_load(rb_state(m), RLX) & (RB_UNRECOVERABLE | RB_INCONSISTENT)) {
-        if (at_load(rb_state(m), RLX) & RB_UNRECOVERABLE) {
-            sqf_robust_mutex_unlock(m);
-            return ENOTRECOVERABLE;
-        }
-        return EOWNERDEAD;
+    if (!at_cas(rb_word(m), &v, tid, ACQ)) {
+        pending(h, NULL);
+        return -1;
     }
-    return 0;
+    return taken(m, h, 0);
 }
 
 int sqf_robust_mutex_lock(sqf_robust_mutex *m)

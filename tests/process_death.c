@@ -34,6 +34,7 @@
 #include <squarefree.h>
 
 #include "check.h"
+#include "process.h"
 #include "mutex_word.h"
 #include "wait.h"
 
@@ -80,19 +81,6 @@ static int asleep(pid_t pid)
     return close_paren && close_paren[1] == ' ' && close_paren[2] == 'S';
 }
 
-/* Fork a child that runs fn() and exits with its failed checks. */
-static pid_t child(void (*fn)(void))
-{
-    pid_t p = fork();
-    CHECK(p >= 0);
-    if (p == 0) {
-        check_failed_ = 0;
-        fn();
-        _exit(check_failed_ ? 1 : 0);
-    }
-    return p;
-}
-
 /* Wait until `count` children have raised the flag and pid is asleep. */
 static void until_asleep(pid_t pid, int count)
 {
@@ -106,16 +94,12 @@ static void until_asleep(pid_t pid, int count)
 static void kill_and_reap(pid_t pid)
 {
     CHECK_EQ(kill(pid, SIGKILL), 0);
-    int status = 0;
-    CHECK_EQ(waitpid(pid, &status, 0), pid);
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    CHECK_EQ(exit_status(pid), 128 + SIGKILL);
 }
 
 static void reap_ok(pid_t pid)
 {
-    int status = 0;
-    CHECK_EQ(waitpid(pid, &status, 0), pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ(exit_status(pid), 0);
 }
 
 static void reset_flag(void)
@@ -137,7 +121,7 @@ static void test_mutex_starver(void)
     CHECK_EQ(sqf_mutex_init(&shm->m, SQF_SHARED), 0);
     sqf_word *w = mu_word(&shm->m);
     CHECK_EQ(sqf_mutex_lock(&shm->m), 0);
-    pid_t p = child(lock_forever);
+    pid_t p = fork_child(lock_forever);
     until_asleep(p, 1);
     /* Older than the starvation bound, woken (spuriously, as futex waits may
      * be), the child finds the lock still held and sleeps again, claiming
@@ -170,9 +154,9 @@ static void test_sem(void)
 {
     reset_flag();
     CHECK_EQ(sqf_sem_init(&shm->s, 0, 0, SQF_SHARED), 0);
-    pid_t doomed = child(acquire_one);
+    pid_t doomed = fork_child(acquire_one);
     until_asleep(doomed, 1);
-    pid_t survivor = child(acquire_one);
+    pid_t survivor = fork_child(acquire_one);
     until_asleep(survivor, 2);
     kill_and_reap(doomed);
     CHECK_EQ(sqf_sem_release(&shm->s, 1), 0); /* must reach the survivor */
@@ -208,9 +192,9 @@ static void test_cond(void)
     CHECK_EQ(sqf_mutex_init(&shm->m, SQF_SHARED), 0);
     CHECK_EQ(sqf_cond_init(&shm->c, SQF_SHARED), 0);
     shm->predicate = 0;
-    pid_t doomed = child(cond_wait_for_predicate);
+    pid_t doomed = fork_child(cond_wait_for_predicate);
     until_asleep(doomed, 1);
-    pid_t survivor = child(cond_wait_for_predicate);
+    pid_t survivor = fork_child(cond_wait_for_predicate);
     until_asleep(survivor, 2);
     kill_and_reap(doomed);
     CHECK_EQ(sqf_mutex_lock(&shm->m), 0);
@@ -248,11 +232,11 @@ static void test_wake_all(void)
         CHECK_EQ(sqf_event_init(&shm->ev, SQF_SHARED), 0);
         CHECK_EQ(sqf_latch_init(&shm->la, 1, SQF_SHARED), 0);
         CHECK_EQ(sqf_countdown_init(&shm->cd, 1, SQF_SHARED), 0);
-        pid_t doomed = child(wait_on_which);
+        pid_t doomed = fork_child(wait_on_which);
         until_asleep(doomed, 1);
         pid_t survivors[5];
         for (int i = 0; i < 5; i++) {
-            survivors[i] = child(wait_on_which);
+            survivors[i] = fork_child(wait_on_which);
             until_asleep(survivors[i], 2 + i);
         }
         kill_and_reap(doomed);
@@ -298,19 +282,19 @@ static void test_barrier(void)
 {
     reset_flag();
     CHECK_EQ(sqf_barrier_init(&shm->b, 3, SQF_SHARED), 0);
-    pid_t doomed = child(barrier_doomed);
+    pid_t doomed = fork_child(barrier_doomed);
     until_asleep(doomed, 1);
     kill_and_reap(doomed);
     /* Its arrival counts: two more complete phase 0. */
     expect_broken = 1;
-    pid_t a = child(barrier_party), b = child(barrier_party);
+    pid_t a = fork_child(barrier_party), b = fork_child(barrier_party);
     reap_ok(a);
     reap_ok(b);
     CHECK_EQ(sqf_barrier_reset(&shm->b), EBUSY);           /* the dead party is still counted */
     CHECK_EQ(sqf_barrier_init(&shm->b, 3, SQF_SHARED), 0); /* repaired */
     expect_broken = 0;
     for (int i = 0; i < 3; i++) {
-        pid_t p = child(barrier_party);
+        pid_t p = fork_child(barrier_party);
         (void)p;
     }
     int status, ok = 0;
@@ -349,7 +333,7 @@ static void test_once(void)
     reset_flag();
     sqf_once *o = &shm->o;
     CHECK_EQ(sqf_once_init(o, SQF_SHARED), 0);
-    pid_t p = child(once_runner);
+    pid_t p = fork_child(once_runner);
     until_asleep(p, 1);
     kill_and_reap(p);
     ran = 0;
@@ -374,7 +358,7 @@ static void test_rwlock(void)
     sqf_rwlock *rw = &shm->rw;
     CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
     CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
-    pid_t p = child(read_forever);
+    pid_t p = fork_child(read_forever);
     until_asleep(p, 1);
     kill_and_reap(p);
     CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);      /* grants the dead reader */
@@ -398,7 +382,7 @@ static void test_rwlock_writers(void)
     reset_flag();
     CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
     CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
-    pid_t p = child(write_forever);
+    pid_t p = fork_child(write_forever);
     until_asleep(p, 1);
     kill_and_reap(p);
     CHECK_EQ(sqf_rwlock_wrunlock(rw), 0); /* the hand-off finds nobody: revoked */
@@ -413,7 +397,7 @@ static void test_rwlock_writers(void)
     reset_flag();
     CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
     CHECK_EQ(sqf_rwlock_rdlock(rw), 0);
-    p = child(write_forever);
+    p = fork_child(write_forever);
     until_asleep(p, 1);
     kill_and_reap(p);
     CHECK_EQ(sqf_rwlock_rdunlock(rw), 0);

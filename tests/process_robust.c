@@ -12,6 +12,7 @@
 #include <squarefree.h>
 
 #include "check.h"
+#include "process.h"
 
 struct shm {
     sqf_robust_mutex m;
@@ -23,25 +24,6 @@ static struct shm *shm;
 static sqf_deadline soon(void)
 {
     return sqf_after(20 * SQF_SEC);
-}
-
-static pid_t fork_child(void (*fn)(void))
-{
-    pid_t p = fork();
-    CHECK(p >= 0);
-    if (p == 0) {
-        check_failed_ = 0;
-        fn();
-        _exit(check_failed_ ? 1 : 0);
-    }
-    return p;
-}
-
-static int exit_status(pid_t p)
-{
-    int status = 0;
-    CHECK_EQ(waitpid(p, &status, 0), p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 static void hold_forever(void)
