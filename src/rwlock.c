@@ -1,11 +1,12 @@
 /* rwlock.c: sqf_rwlock's slow paths: waiting readers, the writer's turn,
- * grants, hand-offs and giving up.  The state word's invariants are in
- * include/squarefree/rwlock.h; the comments here say why each step is safe.
+ * releases, hand-offs, revocations and giving up.  The state word's
+ * invariants are in include/squarefree/rwlock.h; the comments here say why
+ * each step is safe.
  *
  * Three futex queues, one per kind of waiter, so that every wake-up is
  * exact:
  * - readers waiting to get in sleep on `readers` (woken all at once by a
- *   grant or a release);
+ *   release or a revocation);
  * - writers waiting for the turn sleep on `writers` (woken one at a time,
  *   each wake-up a hand-off of the turn);
  * - the single writer that has the turn and waits for the readers inside to
@@ -21,6 +22,12 @@
  * or queues it before the wake.  The drain sleeps on `state` directly, so
  * any change at all is noticed.
  *
+ * Readers released by a writer's turn ending claim their places themselves,
+ * rather than being counted in by the writer, so that a reader that never
+ * wakes (its process was killed) cannot become a reader that holds the lock
+ * for ever.  A writer that finds such owed readers making no progress for
+ * SQF_RWLOCK_STALL_NS revokes their places (see revoke_owed).
+ *
  * Every change of `state` after init is a read-modify-write, so an acquire
  * that reads any later value synchronises with every earlier release on it
  * (release sequences): a reader let in by a writer that gave up still sees
@@ -33,14 +40,16 @@
 #include "atomic.h"
 #include "waitop.h"
 
-#define RW_WRITER  SQF_RWLOCK_WRITER_
-#define RW_HANDOFF SQF_RWLOCK_HANDOFF_
-#define RW_WSLEEP  SQF_RWLOCK_WSLEEP_
-#define RW_PHASE   SQF_RWLOCK_PHASE_
-#define RW_PUNIT   SQF_RWLOCK_PENDING_
-#define RW_PMASK   SQF_RWLOCK_PMASK_
-#define RW_RUNIT   SQF_RWLOCK_READER_
-#define RW_MAX     SQF_RWLOCK_MAX_READERS
+#define RW_WRITER   SQF_RWLOCK_WRITER_
+#define RW_HANDOFF  SQF_RWLOCK_HANDOFF_
+#define RW_WSLEEP   SQF_RWLOCK_WSLEEP_
+#define RW_REVOKING SQF_RWLOCK_REVOKING_
+#define RW_EPOCH    SQF_RWLOCK_EPOCH_
+#define RW_EUNIT    SQF_RWLOCK_EUNIT_
+#define RW_PUNIT    SQF_RWLOCK_PENDING_
+#define RW_PMASK    SQF_RWLOCK_PMASK_
+#define RW_RUNIT    SQF_RWLOCK_READER_
+#define RW_MAX      SQF_RWLOCK_MAX_READERS
 
 /* In the `readers` word: bit 0 is SHARED, the rest a sequence. */
 #define RW_SHARED 1u
@@ -48,6 +57,8 @@
 
 _Static_assert(RW_PMASK == (RW_MAX * RW_PUNIT), "PENDING must hold SQF_RWLOCK_MAX_READERS");
 _Static_assert(RW_RUNIT == ((RW_PMASK << 1) & ~RW_PMASK), "READERS must follow PENDING");
+_Static_assert((RW_EPOCH & (RW_PMASK | RW_WRITER | RW_HANDOFF | RW_WSLEEP | RW_REVOKING)) == 0,
+               "EPOCH overlaps");
 
 static inline sqf_word *st(sqf_rwlock *l)
 {
@@ -60,6 +71,10 @@ static inline sqf_word *rq(sqf_rwlock *l)
 static inline sqf_word *wq(sqf_rwlock *l)
 {
     return (sqf_word *)&l->writers;
+}
+static inline sqf_word *rv(sqf_rwlock *l)
+{
+    return (sqf_word *)&l->revokes;
 }
 
 static inline uint32_t readers_in(uint32_t v)
@@ -75,9 +90,9 @@ static inline bool is_shared(sqf_rwlock *l)
     return (at_load(rq(l), RLX) & RW_SHARED) != 0;
 }
 
-/* Wake every reader asleep on `readers`, after a CAS on `state` that granted
- * or released them.  They need nothing more from us: a granted reader is
- * already counted in READERS, a released one claims its own place. */
+/* Wake every reader asleep on `readers`, after a CAS on `state` that
+ * released them (or ended a revocation): each looks again and claims its
+ * place, arrives again, or sleeps again. */
 static void wake_readers(sqf_rwlock *l, bool shared)
 {
     at_add(rq(l), RW_RSTEP, REL);
@@ -123,47 +138,87 @@ static void pass_turn(sqf_rwlock *l, bool shared)
 
 /* The wait protocol (waitop.h).  Stages of an rwlock wait: */
 enum {
-    RW_GRANT, /* a reader counted in PENDING, waiting to be let in */
+    RW_READ,  /* a reader: arriving, or counted in PENDING (`registered`) */
     RW_QUEUE, /* a writer waiting for the turn */
     RW_DRAIN  /* a writer with the turn, waiting for the readers inside */
 };
 
-/* A reader counted in PENDING (registered in the phase u.rwlock.phase)
- * waits to be let in.  Three ways out:
- * - PHASE flipped: a wrunlock granted us, we are in READERS already.  Only a
- *   wrunlock flips PHASE, and only with READERS == 0, so it cannot flip
- *   twice before we look (we hold the lock after the first).
- * - WRITER clear with PHASE unchanged: the turn ended without a grant (its
- *   writer gave up, or a hand-off was revoked): we are "released" and move
- *   ourselves from PENDING to READERS, whatever our deadline (the lock is
- *   ours to take, and a released reader that went away instead would make
- *   the writers that wait for PENDING to empty wait for nothing).  No writer
- *   can take the turn while PENDING > 0, so no grant can happen meanwhile.
- *   The last one to claim hands the turn to a sleeping writer, if any.
- * - time-out while WRITER is set: leave PENDING.  Nobody waits for PENDING
- *   to shrink while a writer has the turn, so there is nothing to pass on.
- *   (A grant or release since our read makes that CAS fail: we look again.) */
-static int grant_step(struct sqf_waitop *op)
+/* A reader gets in at once unless a writer has the turn; then it counts
+ * itself in PENDING and waits for the turn to end.  A registered reader
+ * remembers the revocation count (`revokes`, read after the state it
+ * registered on) and the EPOCH bits it registered in: if either has moved,
+ * a writer has revoked the waiting readers' places and we are no longer
+ * counted, so we arrive again.  EPOCH guards our CASes against a revocation
+ * between our look and our CAS (a state that went away and came back), the
+ * full count against the revocations of a long sleep.  Registering waits
+ * while REVOKING is set, so that no revocation is half-counted in e0.
+ *
+ * Ways out of PENDING:
+ * - WRITER clear: the turn ended (a wrunlock, a writer that gave up, a
+ *   revoked hand-off) and released us: we move ourselves from PENDING to
+ *   READERS, whatever our deadline (a released reader that went away
+ *   instead would make the writers that wait for PENDING to empty wait for
+ *   nothing, until they revoke it).  The last one to claim hands the turn
+ *   to a sleeping writer, if any.
+ * - time-out or token while WRITER is set: leave PENDING.  Nobody waits for
+ *   PENDING to shrink while a writer has the turn, so there is nothing to
+ *   pass on.  (A release or revocation since our read makes that CAS fail:
+ *   we look again.) */
+static int read_step(struct sqf_waitop *op)
 {
-    sqf_rwlock *l = op->u.rwlock.l;
+    struct sqf_rwlock_wait_ *rs = &op->u.rwlock;
+    sqf_rwlock *l = rs->l;
     sqf_word *s = st(l);
-    const uint32_t phase = op->u.rwlock.phase;
     const bool shared = is_shared(l);
     for (;;) {
         uint32_t seq = at_load(rq(l), ACQ);
-        uint32_t v = at_load(s, ACQ); /* ACQ: a grant's writes happen-before our section */
-        if ((v & RW_PHASE) != phase) return 0;
-        if (!(v & RW_WRITER)) {
-            uint32_t want = v - RW_PUNIT + RW_RUNIT;
-            if (pending(want) == 0 && (want & RW_WSLEEP)) want |= RW_WRITER | RW_HANDOFF;
-            if (!at_cas(s, &v, want, ACQ)) continue;
-            if (want & RW_HANDOFF) pass_turn(l, shared);
-            return 0;
-        }
-        if (op->u.rwlock.stop || sqf_op_expired(op)) {
-            if (at_cas(s, &v, v - RW_PUNIT, RLX))
-                return op->u.rwlock.stop ? op->u.rwlock.stop : ETIMEDOUT;
-            continue;
+        uint32_t v = at_load(s, ACQ); /* ACQ: the last writer's writes happen-before our section */
+        if (rs->registered) {
+            /* After v: every revocation that v shows ended has advanced it. */
+            if (at_load(rv(l), ACQ) != rs->e0 || (v & RW_EPOCH) != rs->ep0) {
+                rs->registered = false; /* revoked: not counted any more */
+                continue;
+            }
+            if (!(v & RW_WRITER)) {
+                uint32_t want = v - RW_PUNIT + RW_RUNIT;
+                if (pending(want) == 0 && (want & RW_WSLEEP)) want |= RW_WRITER | RW_HANDOFF;
+                if (!at_cas(s, &v, want, ACQ)) continue;
+                if (want & RW_HANDOFF) pass_turn(l, shared);
+                return 0;
+            }
+            if (rs->stop || sqf_op_expired(op)) {
+                if (at_cas(s, &v, v - RW_PUNIT, RLX)) return rs->stop ? rs->stop : ETIMEDOUT;
+                continue;
+            }
+        } else {
+            if (readers_in(v) + pending(v) >= RW_MAX) return EOVERFLOW;
+            if (!(v & RW_WRITER)) {
+                /* No writer has the turn (readers it released may still be
+                 * claiming their places: we need not wait for them). */
+                if (at_cas(s, &v, v + RW_RUNIT, ACQ)) return 0;
+                continue;
+            }
+            if (rs->stop) return rs->stop;
+            /* A writer holds the lock or waits for the readers inside: do
+             * not barge past it.  A passed deadline means "try once", on a
+             * look made after the clock said so (the writer may have left
+             * since). */
+            if (sqf_op_expired(op)) {
+                v = at_load(s, RLX);
+                if (v & RW_WRITER) return ETIMEDOUT;
+                continue;
+            }
+            if (sqf_cancel_is_cancelled(op->tok)) return ECANCELED;
+            if (!(v & RW_REVOKING)) {
+                uint32_t e = at_load(rv(l), ACQ);
+                if (at_cas(s, &v, v + RW_PUNIT, RLX)) {
+                    rs->registered = true;
+                    rs->e0 = e;
+                    rs->ep0 = v & RW_EPOCH;
+                }
+                continue; /* look again before sleeping (seq first) */
+            }
+            /* A revocation is under way: its end wakes the readers. */
         }
         op->word = rq(l);
         op->expected = seq;
@@ -174,37 +229,15 @@ static int grant_step(struct sqf_waitop *op)
 
 int sqf_rwlock_rdlock_step_(struct sqf_waitop *op, int how)
 {
-    sqf_rwlock *l = op->u.rwlock.l;
-    if (how != SQF_OP_START) {
-        if (how == ECANCELED || how == ENOTSUP) op->u.rwlock.stop = how;
-        return grant_step(op);
+    struct sqf_rwlock_wait_ *rs = &op->u.rwlock;
+    if (how == SQF_OP_START) {
+        rs->stage = RW_READ;
+        rs->stop = 0;
+        rs->registered = false;
+    } else if (how == ECANCELED || how == ENOTSUP) {
+        rs->stop = how;
     }
-    sqf_word *s = st(l);
-    uint32_t v = at_load(s, RLX);
-    for (;;) {
-        if (readers_in(v) + pending(v) >= RW_MAX) return EOVERFLOW;
-        if (!(v & RW_WRITER)) {
-            /* No writer has the turn (readers released by one that gave up
-             * may still be claiming their places: we need not wait for them). */
-            if (at_cas(s, &v, v + RW_RUNIT, ACQ)) return 0;
-            continue;
-        }
-        /* A writer holds the lock or waits for the readers inside: do not
-         * barge past it.  A passed deadline means "try once", on a look
-         * made after the clock said so (the writer may have left since). */
-        if (sqf_op_expired(op)) {
-            v = at_load(s, RLX);
-            if (v & RW_WRITER) return ETIMEDOUT;
-            continue;
-        }
-        if (sqf_cancel_is_cancelled(op->tok)) return ECANCELED;
-        if (at_cas(s, &v, v + RW_PUNIT, RLX)) {
-            op->u.rwlock.stage = RW_GRANT;
-            op->u.rwlock.phase = v & RW_PHASE;
-            op->u.rwlock.stop = 0;
-            return grant_step(op);
-        }
-    }
+    return read_step(op);
 }
 
 static int rdlock(sqf_rwlock *l, sqf_deadline deadline, const sqf_cancel *tok)
@@ -289,6 +322,46 @@ static int start_drain(struct sqf_waitop *op, uint32_t v)
     return drain_step(op, v);
 }
 
+/* Readers are owed their places (WRITER clear, PENDING > 0, as in v): has
+ * none of them claimed one for SQF_RWLOCK_STALL_NS?  Progress is PENDING
+ * shrinking (or another writer's revocation); the clock restarts on it.
+ * *check is when to look again. */
+static bool owed_stalled(struct sqf_rwlock_wait_ *rs, uint32_t v, sqf_deadline *check)
+{
+    uint32_t key = v & (RW_PMASK | RW_EPOCH);
+    sqf_deadline now = sqf_now();
+    if (!rs->owed_seen || key != rs->owed_key) {
+        rs->owed_seen = true;
+        rs->owed_key = key;
+        rs->owed_since = now;
+    }
+    *check = rs->owed_since + SQF_RWLOCK_STALL_NS;
+    return now >= *check;
+}
+
+/* Take the turn from owed readers that have stalled (v as read with ACQ:
+ * WRITER clear, PENDING > 0).  One CAS empties PENDING, advances EPOCH and
+ * takes the turn with REVOKING set; then `revokes` is advanced, and only
+ * then REVOKING cleared, so that a reader that registers (never while
+ * REVOKING) reads a count that includes every revocation its CAS follows.
+ * A revoked reader that is merely slow notices the change and arrives
+ * again; one that died is simply no longer counted.  Readers asleep for
+ * REVOKING are woken.  Returns false if the first CAS failed (v re-read). */
+static bool revoke_owed(sqf_rwlock *l, uint32_t *v, bool shared)
+{
+    sqf_word *s = st(l);
+    uint32_t want = (*v & ~(RW_PMASK | RW_EPOCH)) | ((*v + RW_EUNIT) & RW_EPOCH);
+    if (!at_cas(s, v, want | RW_WRITER | RW_REVOKING, ACQ)) return false;
+    at_add(rv(l), 1, REL);
+    uint32_t x = at_load(s, RLX);
+    /* AR: we go on to drain on the value we leave (readers may leave). */
+    while (!at_cas(s, &x, x & ~RW_REVOKING, AR)) {
+    }
+    *v = x & ~RW_REVOKING;
+    wake_readers(l, shared);
+    return true;
+}
+
 int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
 {
     struct sqf_rwlock_wait_ *rs = &op->u.rwlock;
@@ -298,7 +371,10 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
         rs->stage = RW_QUEUE;
         rs->stop = 0;
         rs->woken = false; /* returned from a wake-up: may claim a HANDOFF */
+        rs->owed_seen = false;
+        rs->until = op->deadline;
     } else {
+        op->deadline = rs->until; /* a stall check may have brought the sleep's forward */
         if (how == ECANCELED || how == ENOTSUP) rs->stop = how;
         if (rs->stage == RW_DRAIN) return drain_step(op, at_load(s, ACQ));
         rs->woken = how == SQF_WAIT_WOKEN;
@@ -333,10 +409,16 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
                 return ETIMEDOUT;
             continue;
         }
+        sqf_deadline check = SQF_FOREVER;
+        if (!(v & RW_WRITER) && owed_stalled(rs, v, &check)) {
+            if (revoke_owed(l, &v, is_shared(l))) return start_drain(op, v);
+            continue;
+        }
         if (!(v & RW_WSLEEP) && !at_cas(s, &v, v | RW_WSLEEP, RLX)) continue;
         op->word = wq(l);
         op->expected = seq;
         op->shared = is_shared(l);
+        if (check < op->deadline) op->deadline = check;
         return SQF_OP_SLEEP;
     }
 }
@@ -364,15 +446,16 @@ int sqf_rwlock_trywrlock_slow_(sqf_rwlock *l)
     if (!l) return EINVAL;
     sqf_word *s = st(l);
     uint32_t v = at_load(s, RLX);
-    while ((v & ~RW_PHASE) == 0)
+    while ((v & ~RW_EPOCH) == 0)
         if (at_cas(s, &v, v | RW_WRITER, ACQ)) return 0;
     return EBUSY;
 }
 
-/* End a write phase.  Readers waiting (PENDING) are granted in the same CAS:
- * they move to READERS and PHASE flips, so they hold the lock before any
- * writer can (a writer needs READERS == 0).  The turn goes to a sleeping
- * writer if WSLEEP says there may be one, else it ends. */
+/* End a write phase.  Readers waiting (PENDING) are released: WRITER goes,
+ * and they claim their places themselves; no writer may take the turn
+ * until they have (or have stalled), and the last of them hands the turn to
+ * a sleeping writer if WSLEEP says there may be one.  With no reader
+ * waiting, the turn goes straight to a sleeping writer, or ends. */
 int sqf_rwlock_wrunlock_slow_(sqf_rwlock *l)
 {
     if (!l) return EINVAL;
@@ -380,12 +463,13 @@ int sqf_rwlock_wrunlock_slow_(sqf_rwlock *l)
     const bool shared = is_shared(l);
     uint32_t v = at_load(s, RLX), want;
     do {
-        if ((v & (RW_WRITER | RW_HANDOFF)) != RW_WRITER || readers_in(v) != 0) return EPERM;
-        uint32_t p = pending(v);
-        want = p ? (v - p * RW_PUNIT + p * RW_RUNIT) ^ RW_PHASE : v;
-        want = (v & RW_WSLEEP) ? (want | RW_HANDOFF) : (want & ~RW_WRITER);
+        if ((v & (RW_WRITER | RW_HANDOFF | RW_REVOKING)) != RW_WRITER || readers_in(v) != 0)
+            return EPERM;
+        if (pending(v) == 0 && (v & RW_WSLEEP))
+            want = v | RW_HANDOFF;
+        else
+            want = v & ~RW_WRITER;
     } while (!at_cas(s, &v, want, REL));
-    /* Readers first: they can run while the next writer wakes up. */
     if (pending(v)) wake_readers(l, shared);
     if (want & RW_HANDOFF) pass_turn(l, shared);
     return 0;
@@ -398,6 +482,7 @@ int sqf_rwlock_init(sqf_rwlock *l, unsigned flags)
     if (!l || (flags & ~SQF_SHARED)) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
     at_store(wq(l), 0, RLX);
+    at_store(rv(l), 0, RLX);
     at_store(rq(l), (flags & SQF_SHARED) ? RW_SHARED : 0, RLX);
     at_store(st(l), 0, REL);
     return 0;
@@ -406,8 +491,8 @@ int sqf_rwlock_init(sqf_rwlock *l, unsigned flags)
 int sqf_rwlock_destroy(sqf_rwlock *l)
 {
     if (!l) return EINVAL;
-    /* Held, drained for, waited for or owed: anything but PHASE. */
-    return (at_load(st(l), ACQ) & ~RW_PHASE) ? EBUSY : 0;
+    /* Held, drained for, waited for or owed: anything but EPOCH. */
+    return (at_load(st(l), ACQ) & ~RW_EPOCH) ? EBUSY : 0;
 }
 
 /* The out-of-line forms of the header's inline fast paths (used from C++,

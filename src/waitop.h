@@ -117,9 +117,14 @@ struct sqf_waitop {
         } barrier;
         struct sqf_rwlock_wait_ {
             sqf_rwlock *l;
-            uint32_t phase; /* a pending reader's phase */
+            sqf_deadline until;      /* a writer's own deadline (op->deadline may be nearer) */
+            sqf_deadline owed_since; /* a writer: since when owed readers have shown owed_key */
+            uint32_t owed_key;       /* their PENDING and EPOCH bits */
+            uint32_t e0, ep0; /* a registered reader: revocations, EPOCH when it registered */
             int stage, stop;
-            bool woken; /* a queued writer returned from a wake-up */
+            bool woken;      /* a queued writer returned from a wake-up */
+            bool owed_seen;  /* owed_key and owed_since are set */
+            bool registered; /* a reader counted in PENDING */
         } rwlock;
         struct sqf_cond_wait_ {
             sqf_cond *c;

@@ -6,6 +6,8 @@
  *   indices of a phase are distinct; an abort breaks the phase for every
  *   waiter, and after a reset a full phase completes;
  * - rwlock: writers exclusive, readers only with readers, a timed writer;
+ *   and with the writers' stall checks firing often, so that released
+ *   readers are revoked while others arrive and register;
  * - countdown: up/down from several threads; wait returns only at 0;
  * - cancellation: a lock wait cancelled while the holder unlocks never
  *   strands the lock nor takes it twice. */
@@ -122,11 +124,12 @@ static const char *check_abort(void)
 static sqf_rwlock rw;
 static int readers, writers, done_ops, gaveup;
 static int nreaders, nthreads; /* threads 0..nreaders-1 read, the rest write */
+static int untimed;            /* every writer waits without a deadline */
 
 static void setup_rw(void)
 {
     sqf_rwlock_init(&rw, SQF_PRIVATE);
-    readers = writers = done_ops = gaveup = 0;
+    readers = writers = done_ops = gaveup = untimed = 0;
     nreaders = 2;
     nthreads = 4;
 }
@@ -136,6 +139,15 @@ static void setup_rw_3r2w(void)
     setup_rw();
     nreaders = 3;
     nthreads = 5;
+}
+
+/* Writers wait untimed, so every time-out the schedule fires is a writer's
+ * stall check: released readers are revoked whenever they have not all
+ * claimed their places, while other readers arrive and register. */
+static void setup_rw_revoke(void)
+{
+    setup_rw_3r2w();
+    untimed = 1;
 }
 
 static void body_rw(int id, void *arg)
@@ -151,8 +163,9 @@ static void body_rw(int id, void *arg)
             readers--;
             EXPLORE_REQUIRE(sqf_rwlock_rdunlock(&rw) == 0);
         } else {
-            int r = id == nthreads - 1 && i == 1 ? sqf_rwlock_timedwrlock(&rw, sqf_after(20000))
-                                                 : sqf_rwlock_wrlock(&rw);
+            int r = id == nthreads - 1 && i == 1 && !untimed
+                        ? sqf_rwlock_timedwrlock(&rw, sqf_after(20000))
+                        : sqf_rwlock_wrlock(&rw);
             EXPLORE_REQUIRE(r == 0 || r == ETIMEDOUT);
             if (r) {
                 gaveup++;
@@ -263,6 +276,8 @@ int main(void)
          0},
         {"rwlock 2 readers, 2 writers (one timed)", 4, setup_rw, body_rw, check_rw, 6000, 20},
         {"rwlock 3 readers, 2 writers (one timed)", 5, setup_rw_3r2w, body_rw, check_rw, 6000, 20},
+        {"rwlock 3 readers, 2 writers, stall checks firing", 5, setup_rw_revoke, body_rw, check_rw,
+         6000, 150},
         {"countdown up/down/wait", 3, setup_cd, body_cd, check_cd, 9000, 0},
         {"mutex lock cancelled while the holder unlocks", 3, setup_cancel, body_cancel,
          check_cancel, 5000, 0},

@@ -13,11 +13,15 @@
  *   party is still counted), and init repairs it;
  * - once: a runner that dies leaves it RUNNING: timedrun returns ETIMEDOUT
  *   and runs nothing; init repairs it;
- * - rwlock: a reader that dies waiting becomes a phantom reader at the next
- *   grant (trywrlock EBUSY for good); a writer that dies holding the turn
- *   while readers drain leaves WRITER set; init repairs both.  A writer that
- *   dies asleep waiting for the turn leaves only a stale WSLEEP: the
- *   hand-off that finds nobody is revoked, and the lock works on.
+ * - rwlock: a reader that dies waiting is released by the next wrunlock and
+ *   never claims its place; readers still get in, and the first writer that
+ *   waits revokes the place after SQF_RWLOCK_STALL_NS and takes the lock.
+ *   A reader that is stopped (SIGSTOP) when released is revoked the same
+ *   way, and when continued finds out, waits for that writer and gets in.
+ *   A writer that dies asleep waiting for the turn leaves only a stale
+ *   WSLEEP: the hand-off that finds nobody is revoked, and the lock works
+ *   on.  A writer that dies holding the turn while readers drain is a dead
+ *   holder: WRITER stays set (documented); init repairs it.
  * The kernel removes a dead process from the futex queues, so no wake-up
  * is spent on it; what it leaves is at most a count (see each header).
  *
@@ -25,6 +29,7 @@
  * flag just before its wait, and the parent waits for the flag and then
  * for /proc/PID/stat to say S (sleeping). */
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -352,6 +357,11 @@ static void read_forever(void)
     sqf_rwlock_rdlock(&shm->rw); /* killed asleep, waiting for the writer */
 }
 
+static uint32_t rw_state(void)
+{
+    return atomic_load((_Atomic uint32_t *)&shm->rw.state);
+}
+
 static void test_rwlock(void)
 {
     reset_flag();
@@ -361,12 +371,87 @@ static void test_rwlock(void)
     pid_t p = fork_child(read_forever);
     until_asleep(p, 1);
     kill_and_reap(p);
-    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);      /* grants the dead reader */
-    CHECK_EQ(sqf_rwlock_trywrlock(rw), EBUSY); /* a phantom reader, for good */
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);      /* releases the dead reader: owed a place */
+    CHECK_EQ(sqf_rwlock_trywrlock(rw), EBUSY); /* owed, until a writer waits */
     CHECK_EQ(sqf_rwlock_destroy(rw), EBUSY);
-    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0); /* repaired */
+    CHECK_EQ(sqf_rwlock_tryrdlock(rw), 0); /* readers are not held up */
+    CHECK_EQ(sqf_rwlock_rdunlock(rw), 0);
+    sqf_deadline t0 = sqf_now();
+    CHECK_EQ(sqf_rwlock_timedwrlock(rw, soon()), 0); /* revokes the dead reader's place */
+    CHECK(sqf_now() - t0 >= SQF_RWLOCK_STALL_NS);
+    CHECK_EQ(rw_state() & SQF_RWLOCK_PMASK_, 0);
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);
+    CHECK_EQ(sqf_rwlock_destroy(rw), 0); /* nothing left behind */
     CHECK_EQ(sqf_rwlock_trywrlock(rw), 0);
     CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);
+}
+
+/* A reader that is stopped when the writer's unlock releases it: a waiting
+ * writer revokes its place; continued, it finds out and gets in after that
+ * writer, counted once. */
+static void read_once(void)
+{
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    CHECK_EQ(sqf_rwlock_timedrdlock(&shm->rw, soon()), 0);
+    CHECK_EQ(shm->predicate, 2); /* after the revoking writer's section */
+    CHECK_EQ(sqf_rwlock_rdunlock(&shm->rw), 0);
+}
+
+static void test_rwlock_stopped_reader(void)
+{
+    reset_flag();
+    sqf_rwlock *rw = &shm->rw;
+    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
+    CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
+    shm->predicate = 1;
+    pid_t p = fork_child(read_once);
+    until_asleep(p, 1);
+    CHECK_EQ(kill(p, SIGSTOP), 0);
+    CHECK_EQ(waitpid(p, NULL, WUNTRACED), p);
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0); /* releases the stopped reader */
+    CHECK_EQ(sqf_rwlock_timedwrlock(rw, soon()), 0);
+    shm->predicate = 2;
+    CHECK_EQ(rw_state() & SQF_RWLOCK_PMASK_, 0);
+    CHECK_EQ(kill(p, SIGCONT), 0);
+    pause_ms(50); /* it wakes, finds itself revoked and waits again */
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);
+    CHECK_EQ(exit_status(p), 0);
+    CHECK_EQ(sqf_rwlock_destroy(rw), 0); /* counted once: nothing owed or held */
+}
+
+/* A reader stopped through 16 revocations (EPOCH wraps back to the value it
+ * registered in) still finds out that it was revoked (the full count in
+ * `revokes`), and so does each of the 15 others revoked meanwhile: all get
+ * in after the last writer, each counted once. */
+static void test_rwlock_epoch_wrap(void)
+{
+    enum { N = 16 };
+    _Static_assert(SQF_RWLOCK_EPOCH_ / SQF_RWLOCK_EUNIT_ + 1 == N, "N must wrap EPOCH");
+    reset_flag();
+    sqf_rwlock *rw = &shm->rw;
+    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
+    CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
+    shm->predicate = 1;
+    pid_t p[N];
+    uint32_t epoch0 = rw_state() & SQF_RWLOCK_EPOCH_;
+    for (int i = 0; i < N; i++) {
+        p[i] = fork_child(read_once);
+        until_asleep(p[i], i + 1);
+        CHECK_EQ(kill(p[i], SIGSTOP), 0);
+        CHECK_EQ(waitpid(p[i], NULL, WUNTRACED), p[i]);
+        CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);            /* releases reader i, stopped */
+        CHECK_EQ(sqf_rwlock_timedwrlock(rw, soon()), 0); /* revokes it */
+    }
+    CHECK_EQ(rw_state() & SQF_RWLOCK_EPOCH_, epoch0); /* wrapped */
+    CHECK_EQ(rw_state() & SQF_RWLOCK_PMASK_, 0);
+    shm->predicate = 2;
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(kill(p[i], SIGCONT), 0);
+    pause_ms(100);
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(exit_status(p[i]), 0);
+    CHECK_EQ(sqf_rwlock_destroy(rw), 0);
 }
 
 static void write_forever(void)
@@ -426,6 +511,8 @@ int main(void)
     test_barrier();
     test_once();
     test_rwlock();
+    test_rwlock_stopped_reader();
+    test_rwlock_epoch_wrap();
     test_rwlock_writers();
     munmap(shm, sizeof *shm);
     return check_done();

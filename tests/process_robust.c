@@ -2,7 +2,9 @@
  * SIGKILLed while it holds the lock: a process asleep on it is woken with
  * EOWNERDEAD and holds it; after consistent it works as before; a holder
  * that unlocks without consistent makes it ENOTRECOVERABLE for every
- * process, until init.  Also mutual exclusion between processes. */
+ * process, until init.  Also mutual exclusion between processes, and
+ * once.h's robust once: a runner killed midway is followed by exactly one
+ * re-run, which knows (EOWNERDEAD) to discard the half-built work. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -18,6 +20,8 @@ struct shm {
     sqf_robust_mutex m;
     sqf_latch held;
     long counter;
+    /* once.h's robust once: */
+    int done, partial, built, starts, discarded;
 };
 static struct shm *shm;
 
@@ -60,6 +64,51 @@ static void add_many(void)
 static void lock_expect_unrecoverable(void)
 {
     CHECK_EQ(sqf_robust_mutex_timedlock(&shm->m, soon()), ENOTRECOVERABLE);
+}
+
+/* The pattern of once.h's "Processes" section, with a table_build that
+ * may be told to die midway. */
+static int build(int die_midway)
+{
+    shm->starts++;
+    shm->partial = 1;
+    if (die_midway) {
+        sqf_latch_count_down(&shm->held, 1);
+        for (;;)
+            pause(); /* SIGKILLed here, half-built */
+    }
+    shm->partial = 0;
+    shm->built++;
+    return 0;
+}
+
+static int shared_init_once(int die_midway)
+{
+    int e = sqf_robust_mutex_lock(&shm->m);
+    if (e == EOWNERDEAD) { /* the last runner died in it */
+        if (shm->partial) shm->discarded++;
+        shm->partial = 0;
+        sqf_robust_mutex_consistent(&shm->m);
+    } else if (e) {
+        return e;
+    }
+    if (!shm->done) {
+        e = build(die_midway);
+        if (e == 0) shm->done = 1;
+    }
+    sqf_robust_mutex_unlock(&shm->m);
+    return e;
+}
+
+static void run_and_die(void)
+{
+    shared_init_once(1);
+}
+
+static void run_once(void)
+{
+    CHECK_EQ(shared_init_once(0), 0);
+    CHECK_EQ(shm->done, 1);
 }
 
 static void kill_holder(pid_t holder)
@@ -126,6 +175,23 @@ int main(void)
     CHECK_EQ(sqf_robust_mutex_init(&shm->m, SQF_SHARED), 0); /* the way back */
     CHECK_EQ(sqf_robust_mutex_lock(&shm->m), 0);
     CHECK_EQ(sqf_robust_mutex_unlock(&shm->m), 0);
+
+    /* once.h's robust once: the first runner dies midway; of three callers
+     * asleep meanwhile, one discards the half-built work and builds it
+     * again, the others find it done; later calls build nothing. */
+    CHECK_EQ(sqf_latch_init(&shm->held, 1, SQF_SHARED), 0);
+    holder = fork_child(run_and_die);
+    CHECK_EQ(sqf_latch_timedwait(&shm->held, soon()), 0);
+    for (int i = 0; i < 3; i++)
+        waiters[i] = fork_child(run_once);
+    kill_holder(holder);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(exit_status(waiters[i]), 0);
+    CHECK_EQ(shared_init_once(0), 0);
+    CHECK_EQ(shm->starts, 2);
+    CHECK_EQ(shm->built, 1);
+    CHECK_EQ(shm->discarded, 1);
+    CHECK_EQ(shm->partial, 0);
     munmap(shm, sizeof *shm);
     return check_done();
 }

@@ -230,7 +230,7 @@ static void rwlock_case(long rounds)
         CHECK_EQ(sqf_rwlock_wrlock(&rw), 0);
         round_of(WAITERS, rw_writer, rw_pass, rw_peek);
         uint32_t after = rw_peek();
-        CHECK_EQ(after & ~SQF_RWLOCK_PHASE_, 0); /* nothing held, owed or asleep */
+        CHECK_EQ(after & ~SQF_RWLOCK_EPOCH_, 0); /* nothing held, owed or asleep */
         CHECK_EQ(sqf_rwlock_trywrlock(&rw), 0);
         CHECK_EQ(sqf_rwlock_wrunlock(&rw), 0);
         if (round_failed(before, k, after)) return;

@@ -263,7 +263,7 @@ static void batch_round(int n)
            sqf_now() < stop_at)
         usleep(500);
     CHECK_EQ(at_load((sqf_word *)&lock.state, SC) & SQF_RWLOCK_PMASK_, want);
-    CHECK_EQ(sqf_rwlock_wrunlock(&lock), 0); /* one grant for all */
+    CHECK_EQ(sqf_rwlock_wrunlock(&lock), 0); /* one release for all */
     for (int i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     CHECK_EQ(at_load(&met, SC), started);

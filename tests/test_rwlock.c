@@ -28,7 +28,7 @@
 #define WRITER  SQF_RWLOCK_WRITER_
 #define HANDOFF SQF_RWLOCK_HANDOFF_
 #define WSLEEP  SQF_RWLOCK_WSLEEP_
-#define PHASE   SQF_RWLOCK_PHASE_
+#define EPOCH   SQF_RWLOCK_EPOCH_
 
 static uint32_t state_of(sqf_rwlock *l)
 {
@@ -42,10 +42,10 @@ static uint32_t pending(sqf_rwlock *l)
 {
     return (state_of(l) & SQF_RWLOCK_PMASK_) / SQF_RWLOCK_PENDING_;
 }
-/* Everything but PHASE: 0 when idle. */
+/* Everything but EPOCH: 0 when idle. */
 static uint32_t busy(sqf_rwlock *l)
 {
-    return state_of(l) & ~PHASE;
+    return state_of(l) & ~EPOCH;
 }
 
 /* Poll until cond holds (10 s at most), then check it. */
@@ -553,6 +553,40 @@ static void test_released_readers_are_owed(void)
     CHECK_EQ(busy(&l), 0);
 }
 
+/* A released reader that does not claim its place (parked) for
+ * SQF_RWLOCK_STALL_NS while a writer waits loses it: the writer revokes it
+ * and takes the lock.  Unparked, the reader finds out, waits for that
+ * writer, and gets in after it, counted once. */
+static void test_stalled_reader_is_revoked(void)
+{
+    sqf_rwlock l = SQF_RWLOCK_INIT;
+    reset_counters();
+    CHECK_EQ(sqf_rwlock_wrlock(&l), 0);
+    struct op r = {.l = &l, .deadline = SQF_FOREVER};
+    start(&r);
+    WAIT_UNTIL(pending(&l) == 1);
+    settle();
+    park_thread(r.t);
+    CHECK_EQ(sqf_rwlock_wrunlock(&l), 0); /* releases the parked reader */
+    CHECK_EQ(state_of(&l) & WRITER, 0);
+    CHECK_EQ(pending(&l), 1);
+    uint32_t epoch = state_of(&l) & EPOCH;
+    sqf_deadline t0 = sqf_now();
+    CHECK_EQ(sqf_rwlock_trywrlock(&l), EBUSY); /* owed, and trylock never revokes */
+    CHECK_EQ(sqf_rwlock_wrlock(&l), 0);        /* revokes */
+    CHECK(sqf_now() - t0 >= SQF_RWLOCK_STALL_NS);
+    CHECK_EQ(pending(&l), 0);
+    CHECK_EQ(state_of(&l) & EPOCH, (epoch + SQF_RWLOCK_EUNIT_) & EPOCH);
+    CHECK_EQ(at_load((sqf_word *)&l.revokes, SC), 1);
+    sem_post(&park);
+    WAIT_UNTIL(pending(&l) == 1); /* waits again, for this write phase */
+    CHECK(!got(&r));
+    CHECK_EQ(sqf_rwlock_wrunlock(&l), 0);
+    join(&r);
+    CHECK_EQ(r.result, 0);
+    CHECK_EQ(busy(&l), 0);
+}
+
 /* Writers among themselves: the turn is handed to sleepers in the order
  * they went to sleep, and no barging trylock can take it meanwhile. */
 static void test_writers_fifo_handoff(void)
@@ -767,6 +801,7 @@ int main(void)
     test_timed_out_writer_lets_readers_in();
     test_timed_out_writer_passes_turn();
     test_released_readers_are_owed();
+    test_stalled_reader_is_revoked();
     test_writers_fifo_handoff();
     test_timeouts();
     test_regression_revoke_strands_late_sleeper();

@@ -93,8 +93,39 @@
  * a stale SLEEPERS (one futile wake-up).  A process that dies while RUNNING
  * fn leaves the once RUNNING for good: every later call waits for ever, or
  * until its deadline with sqf_once_timedrun (which then returns ETIMEDOUT
- * and runs nothing).  Across processes, use timedrun, and re-initialise the
- * once when you know its runner died.
+ * and runs nothing).
+ *
+ * Why the once does not recover a dead runner itself: to tell a dead runner
+ * from a slow one it would have to record the runner (the kernel's robust
+ * list needs its thread id in the word and a list entry beside it: a once
+ * of 40 bytes instead of 4, and a thread-id load on every run), and a time-
+ * out that let another caller take over would run fn twice at once whenever
+ * the runner is merely slow.  And a re-run after a death must know that the
+ * last run died midway, to undo what it left half-done, which a once that
+ * simply runs fn again cannot say.  The robust mutex says exactly that, so
+ * across processes that may be killed, build the once on it:
+ *
+ *     struct shared { sqf_robust_mutex lock; int done; struct table t; };
+ *
+ *     int shared_init_once(struct shared *s) {     // s->lock: init SQF_SHARED
+ *         int e = sqf_robust_mutex_lock(&s->lock);
+ *         if (e == EOWNERDEAD) {                   // the last runner died in it
+ *             table_discard_partial(&s->t);
+ *             sqf_robust_mutex_consistent(&s->lock);
+ *         } else if (e) {
+ *             return e;
+ *         }
+ *         if (!s->done) {                          // first run, or a re-run
+ *             e = table_build(&s->t);
+ *             if (e == 0) s->done = 1;
+ *         }
+ *         sqf_robust_mutex_unlock(&s->lock);
+ *         return e;
+ *     }
+ *
+ * Every call then takes the lock (an uncontended robust lock and unlock,
+ * see robust.h's Costs, against the once's one load).
+ * tests/process_robust.c runs this pattern with a runner killed midway.
  *
  * State word invariants (bit, meaning):
  *   RUNNING  (1<<0)  a caller is running fn.  Set by the CAS that claims the

@@ -1,16 +1,17 @@
-/* squarefree/rwlock.h: a readers/writer lock in three 32-bit words, with no
+/* squarefree/rwlock.h: a readers/writer lock in four 32-bit words, with no
  * starvation of either side.
  *
  * What it is for: shared state that many threads read and few write, as
  * pthread_rwlock_t, but
- * - twelve bytes, zero-initialised, no destructor needed, no heap;
+ * - sixteen bytes, zero-initialised, no destructor needed, no heap;
  * - the uncontended rdlock, rdunlock, wrlock and wrunlock are each one
  *   inline atomic read-modify-write (a compare-and-swap after a plain load);
  * - phase-fair: a stream of readers cannot starve a writer, and a stream of
  *   writers cannot starve a reader (see Fairness);
  * - a writer's unlock lets every waiting reader in with ONE kernel call, and
- *   those readers then run without waiting for one another (they are
- *   already counted as holders when they wake: seeds/000's "square" cure).
+ *   those readers then run without waiting for one another (each claims its
+ *   own place with one atomic operation, in whatever order they are
+ *   scheduled: seeds/000's "square" cure).
  *
  *     static sqf_rwlock lock = SQF_RWLOCK_INIT;
  *     static struct config cfg;
@@ -61,8 +62,18 @@
  *   readers delays a writer by at most the readers that were inside when
  *   it arrived.
  * - When a writer unlocks, ALL readers that were waiting are let in at once,
- *   as one batch, before the next waiting writer.  So a stream of writers
- *   delays a reader by at most one write phase (plus the readers ahead).
+ *   as one batch, before the next waiting writer: the writer's turn ends,
+ *   each released reader claims its place when it runs, and no writer takes
+ *   the turn until the last of them has (trywrlock returns EBUSY; readers
+ *   that arrive meanwhile get in at once).  So a stream of writers delays a
+ *   reader by at most one write phase (plus the readers ahead).
+ * - Unless released readers stall: if none of them claims its place for
+ *   SQF_RWLOCK_STALL_NS (200 ms) while a writer waits, that writer revokes
+ *   the places still owed and takes the turn.  A revoked reader that was
+ *   merely slow to be scheduled finds out when it runs and waits again, for
+ *   the next write phase to end; one whose process died is no longer
+ *   counted (see Processes).  A revocation costs the writer that long, and
+ *   the revoked readers one more write phase.
  * - Writers among themselves are served in the order they went to sleep
  *   (the kernel's FIFO queue; the portable backend is FIFO too): an unlock
  *   hands the writer's turn directly to the first sleeping writer, and no
@@ -71,9 +82,7 @@
  * - A timed writer that gives up while readers wait behind it passes its
  *   turn to the next sleeping writer if there is one (the readers then wait
  *   for that writer, as they would have anyway), and otherwise lets the
- *   waiting readers in.  Readers let in that way claim their place
- *   themselves, and until the last of them has, no writer may take the turn
- *   (trywrlock returns EBUSY): they were there first.
+ *   waiting readers in, as an unlock does.
  *
  * How it waits: no spinning and no polling.  Waiting readers sleep on the
  * `readers` word, writers waiting for their turn on `writers`, and the one
@@ -81,14 +90,18 @@
  * itself.  Each kind of waiter thus has a futex queue of its own, which
  * makes every wake-up exact.
  *
- * Wake-ups: wrunlock makes at most two kernel calls: one FUTEX_WAKE of all
- * waiting readers (they are already holders when they wake, and need no
- * further atomic step to enter) and one FUTEX_WAKE of 1 writer (the turn's
- * new owner).  rdunlock makes a call only as the last reader to leave while
- * a writer waits (a FUTEX_WAKE of 1).  A writer giving up makes one call
- * (readers, or the next writer).  Releasing a batch of k readers thus costs
- * the waker O(1) calls and the readers O(k) wake-ups in total, and no woken
- * thread waits for another to be scheduled.  The exception is a hand-off
+ * Wake-ups: wrunlock makes one kernel call: a FUTEX_WAKE of all waiting
+ * readers (each then claims its place with one CAS, and the last of them
+ * makes one FUTEX_WAKE of 1 writer if a writer sleeps), or with no reader
+ * waiting a FUTEX_WAKE of 1 writer (the turn's new owner).  rdunlock makes a
+ * call only as the last reader to leave while a writer waits (a FUTEX_WAKE
+ * of 1).  A writer giving up makes one call (readers, or the next writer).
+ * Releasing a batch of k readers thus costs the waker O(1) calls and the
+ * readers O(k) wake-ups in total, and no woken thread waits for another to
+ * be scheduled.  While released readers are owed their places, a writer
+ * waiting for them wakes every SQF_RWLOCK_STALL_NS to see whether they still
+ * make progress; a revocation makes one more FUTEX_WAKE of all waiting
+ * readers.  The exception is a hand-off
  * that finds no writer asleep (WSLEEP was stale: its writer timed out, or
  * the last writer of a run had kept it set for possible others): the turn
  * is then revoked, which costs two more calls, and writers that went to
@@ -104,28 +117,34 @@
  *
  * Processes: with SQF_SHARED it works between processes in shared memory.
  * What a process that dies leaves behind:
- * - holding it (read or write): held for good, as with the mutex (no owner
- *   is recorded);
- * - asleep waiting to read: it is counted in PENDING, and the writer's
- *   unlock that grants the waiting readers counts it in READERS, so a
- *   phantom reader holds the lock for good (trywrlock and destroy return
- *   EBUSY; a blocking writer takes the turn and waits for ever);
+ * - asleep waiting to read: it stays counted in PENDING until the write
+ *   phase it waits for ends, then never claims its place; the first writer
+ *   that waits after that revokes it (as a stalled reader, see Fairness),
+ *   SQF_RWLOCK_STALL_NS later.  Until a writer waits, trywrlock and destroy
+ *   return EBUSY; nothing else is delayed (readers get in meanwhile).
  * - asleep waiting for the writer's turn: a stale WSLEEP (a hand-off that
- *   finds nobody is revoked);
- * - holding the turn while it waits for readers to drain: WRITER stays set
- *   for good.
- * So between processes that may be killed, prefer sqf_mutex, or
- * re-initialise the lock when you learn that a process using it died.
+ *   finds nobody is revoked: two futile system calls once).
+ * - holding it (read or write): held for good, as with a mutex whose owner
+ *   died (no owner is recorded).  That includes a writer that has the turn
+ *   and waits for the readers inside to leave (it is the next holder, and
+ *   the readers behind it wait for it), and a writer killed after a
+ *   hand-off woke it but before it ran (the turn was already its own).
+ * - killed inside a revocation (a few instructions between two CASes that
+ *   set and clear REVOKING): the lock stays with that writer, as above.
+ * So between processes that may be killed while they hold it, prefer
+ * sqf_robust_mutex (robust.h), or re-initialise the lock once no live
+ * process uses it.
  *
  * State word (`state`) invariants (bits, meaning):
  *   WRITER   (1<<0)  a writer has the turn.  It holds the lock exactly when
- *                    READERS == 0 and HANDOFF is clear; before that it waits
- *                    (asleep on `state`) for READERS to drain.  While set,
- *                    arriving readers wait (PENDING) and arriving writers
- *                    sleep on `writers`.  Set by a writer taking a free turn
- *                    (READERS may be > 0, PENDING must be 0) or by a
- *                    hand-off; cleared by wrunlock or a giving-up writer
- *                    (unless they hand off), or by a revoked hand-off.
+ *                    READERS == 0 and HANDOFF and REVOKING are clear; before
+ *                    that it waits (asleep on `state`) for READERS to drain.
+ *                    While set, arriving readers wait (PENDING) and arriving
+ *                    writers sleep on `writers`.  Set by a writer taking a
+ *                    free turn (READERS may be > 0, PENDING must be 0), by a
+ *                    hand-off, or by a revocation; cleared by wrunlock or a
+ *                    giving-up writer (unless they hand off), or by a
+ *                    revoked hand-off.
  *   HANDOFF  (1<<1)  only with WRITER: the turn has been passed to a writer
  *                    woken from `writers` that has not claimed it yet; only
  *                    a thread returning from that wake-up may clear it.  If
@@ -138,26 +157,36 @@
  *                    which clears WSLEEP and wakes any writer that fell
  *                    asleep meanwhile.  Never set while WRITER and PENDING
  *                    are both clear.
- *   PHASE    (1<<3)  flipped by each wrunlock that lets waiting readers in
- *                    (a "grant"): a waiting reader that sees it change is
- *                    already counted in READERS.  A grant happens only with
- *                    READERS == 0, so every reader of one grant has looked
- *                    before the next: one bit never wraps under a sleeper.
- *   PENDING  (bits 4..17)   readers waiting to get in (asleep on `readers`).
- *                    With WRITER set they wait for a grant; with WRITER
- *                    clear they have been let in by a writer that gave up
- *                    (or a revoked hand-off) and each moves itself from
- *                    PENDING to READERS; no writer may take the turn until
- *                    PENDING is 0.
- *   READERS  (bits 18..31)  readers holding the lock (including granted ones
- *                    still waking up).
- *   READERS + PENDING <= SQF_RWLOCK_MAX_READERS.  Idle is 0 or PHASE; the
- *   all-zero initialiser is valid.
+ *   REVOKING (1<<3)  only with WRITER: a writer is revoking the places of
+ *                    stalled owed readers.  Set by the CAS that empties
+ *                    PENDING and takes the turn, cleared by that writer once
+ *                    it has advanced `revokes`.  Readers do not count
+ *                    themselves in PENDING while it is set (they sleep on
+ *                    `readers` until its end wakes them).
+ *   EPOCH    (bits 4..7)  the revocation count, mod 16, advanced by the CAS
+ *                    that sets REVOKING: a waiting reader whose EPOCH (or
+ *                    `revokes`) moved since it counted itself is no longer
+ *                    counted.
+ *   PENDING  (bits 8..19)   readers waiting to get in.  With WRITER set they
+ *                    wait (asleep on `readers`) for the turn to end; with
+ *                    WRITER clear they are owed their places (released by a
+ *                    wrunlock, a writer that gave up or a revoked hand-off)
+ *                    and each moves itself from PENDING to READERS; no
+ *                    writer may take the turn until PENDING is 0, or until a
+ *                    waiting writer revokes them after SQF_RWLOCK_STALL_NS
+ *                    with no progress.
+ *   READERS  (bits 20..31)  readers holding the lock.
+ *   READERS + PENDING <= SQF_RWLOCK_MAX_READERS.  Idle is any EPOCH with
+ *   every other bit clear; the all-zero initialiser is valid.
  * `readers`: bit 0 SHARED (set by init, never changed); bits 1..31 a count
- *   advanced (by 2) after every grant or release of waiting readers, so that
- *   a reader about to sleep notices one that happened since it looked.
+ *   advanced (by 2) after every release of waiting readers and every
+ *   revocation, so that a reader about to sleep notices one that happened
+ *   since it looked.
  * `writers`: a count advanced after every hand-off of the turn (and every
  *   revoked one), likewise for writers about to sleep.
+ * `revokes`: the number of revocations (mod 2^32), advanced by each before
+ *   it clears REVOKING.  A reader reads it after the state it counts itself
+ *   on, so a sleep of any length cannot hide a revocation from it.
  */
 #ifndef SQUAREFREE_RWLOCK_H
 #define SQUAREFREE_RWLOCK_H
@@ -171,26 +200,33 @@ typedef struct sqf_rwlock {
     SQF_WORD state;   /* the lock: see the invariants above */
     SQF_WORD readers; /* waiting readers sleep here; bit 0: SHARED */
     SQF_WORD writers; /* writers waiting for the turn sleep here */
+    SQF_WORD revokes; /* revocations of stalled readers' places */
 } sqf_rwlock;
 
 /** A statically initialised, unlocked, process-private lock (all zero). */
 #define SQF_RWLOCK_INIT                                                                            \
     {                                                                                              \
-        0, 0, 0                                                                                    \
+        0, 0, 0, 0                                                                                 \
     }
 
 /** The most readers that may hold or wait for the lock at once. */
-#define SQF_RWLOCK_MAX_READERS 16383u
+#define SQF_RWLOCK_MAX_READERS 4095u
+
+/** How long a waiting writer lets released readers go without one of them
+ *  claiming its place before it revokes their places (see Fairness). */
+#define SQF_RWLOCK_STALL_NS 200000000
 
 /* State word bits (the full table is above); not for direct use. */
-#define SQF_RWLOCK_WRITER_  1u
-#define SQF_RWLOCK_HANDOFF_ 2u
-#define SQF_RWLOCK_WSLEEP_  4u
-#define SQF_RWLOCK_PHASE_   8u
-#define SQF_RWLOCK_PENDING_ (1u << 4)      /* one waiting reader */
-#define SQF_RWLOCK_PMASK_   (0x3fffu << 4) /* all of PENDING */
-#define SQF_RWLOCK_READER_  (1u << 18)     /* one holding reader */
-#define SQF_RWLOCK_RFULL_   (SQF_RWLOCK_MAX_READERS << 18)
+#define SQF_RWLOCK_WRITER_   1u
+#define SQF_RWLOCK_HANDOFF_  2u
+#define SQF_RWLOCK_WSLEEP_   4u
+#define SQF_RWLOCK_REVOKING_ 8u
+#define SQF_RWLOCK_EUNIT_    (1u << 4)     /* one revocation */
+#define SQF_RWLOCK_EPOCH_    (0xfu << 4)   /* all of EPOCH */
+#define SQF_RWLOCK_PENDING_  (1u << 8)     /* one waiting reader */
+#define SQF_RWLOCK_PMASK_    (0xfffu << 8) /* all of PENDING */
+#define SQF_RWLOCK_READER_   (1u << 20)    /* one holding reader */
+#define SQF_RWLOCK_RFULL_    (SQF_RWLOCK_MAX_READERS << 20)
 
 /** Initialise *l unlocked.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
  *  only for SQF_SHARED or to reuse memory; zeroed memory is a valid lock.
@@ -238,11 +274,11 @@ static inline int sqf_rwlock_rtake_(sqf_rwlock *l)
                                                    memory_order_acquire, memory_order_relaxed);
 }
 
-/* One CAS: a writer gets in at once if the lock is idle (0 or PHASE). */
+/* One CAS: a writer gets in at once if the lock is idle (EPOCH only). */
 static inline int sqf_rwlock_wtake_(sqf_rwlock *l)
 {
     uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
-    return (v & ~SQF_RWLOCK_PHASE_) == 0 &&
+    return (v & ~SQF_RWLOCK_EPOCH_) == 0 &&
            atomic_compare_exchange_strong_explicit(&l->state, &v, v | SQF_RWLOCK_WRITER_,
                                                    memory_order_acquire, memory_order_relaxed);
 }
@@ -318,8 +354,8 @@ static inline int sqf_rwlock_wrunlock(sqf_rwlock *l)
 {
     if (SQF_LIKELY(l != NULL)) {
         uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
-        if ((v & ~SQF_RWLOCK_PHASE_) == SQF_RWLOCK_WRITER_ &&
-            atomic_compare_exchange_strong_explicit(&l->state, &v, v & SQF_RWLOCK_PHASE_,
+        if ((v & ~SQF_RWLOCK_EPOCH_) == SQF_RWLOCK_WRITER_ &&
+            atomic_compare_exchange_strong_explicit(&l->state, &v, v & SQF_RWLOCK_EPOCH_,
                                                     memory_order_release, memory_order_relaxed))
             return 0;
     }
