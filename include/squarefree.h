@@ -33,6 +33,7 @@
 #include <squarefree/countdown.h>
 #include <squarefree/rwlock.h>
 #include <squarefree/robust.h>
+#include <squarefree/queue.h>
 #include <squarefree/loop.h>
 
 #endif

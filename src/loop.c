@@ -272,3 +272,35 @@ int sqf_loop_rwlock_wrlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l, sqf_d
     o->w.u.rwlock.l = l;
     return go(o);
 }
+
+static int queue_op(sqf_loop *loop, sqf_loop_op *op, sqf_queue *q, const void *in, void *out,
+                    size_t n, size_t *moved, sqf_deadline deadline, const sqf_cancel *cancel,
+                    sqf_loop_cb cb, void *arg)
+{
+    if (moved) *moved = 0;
+    if (!loop || !op || !q || !(in || out) || n == 0 || !cb || q->capacity_ == 0) return EINVAL;
+    struct loop_op *o = prepare(loop, op, in ? sqf_queue_push_step_ : sqf_queue_pop_step_, deadline,
+                                cancel, cb, arg);
+    o->w.u.queue.q = q;
+    o->w.u.queue.in = in;
+    o->w.u.queue.out = out;
+    o->w.u.queue.n = n;
+    o->w.u.queue.moved = moved;
+    return go(o);
+}
+
+int sqf_loop_queue_push(sqf_loop *loop, sqf_loop_op *op, sqf_queue *q, const void *items, size_t n,
+                        size_t *moved, sqf_deadline deadline, const sqf_cancel *cancel,
+                        sqf_loop_cb cb, void *arg)
+{
+    if (!items) return EINVAL;
+    return queue_op(loop, op, q, items, NULL, n, moved, deadline, cancel, cb, arg);
+}
+
+int sqf_loop_queue_pop(sqf_loop *loop, sqf_loop_op *op, sqf_queue *q, void *items, size_t n,
+                       size_t *moved, sqf_deadline deadline, const sqf_cancel *cancel,
+                       sqf_loop_cb cb, void *arg)
+{
+    if (!items) return EINVAL;
+    return queue_op(loop, op, q, NULL, items, n, moved, deadline, cancel, cb, arg);
+}

@@ -49,6 +49,7 @@
 #include <squarefree/latch.h>
 #include <squarefree/mutex.h>
 #include <squarefree/once.h>
+#include <squarefree/queue.h>
 #include <squarefree/robust.h>
 #include <squarefree/rwlock.h>
 #include <squarefree/sem.h>
@@ -133,6 +134,16 @@ struct sqf_waitop {
             int stage, result;
             struct sqf_mutex_wait relock;
         } cond;
+        struct sqf_queue_wait_ {
+            sqf_queue *q;
+            const void *in; /* a push's items */
+            void *out;      /* a pop's room */
+            size_t n;       /* asked for */
+            size_t *moved;  /* where to say how many moved (may be NULL) */
+            int stop;
+            unsigned spins;  /* looks left before sleeping */
+            bool registered; /* counted in csleep or psleep */
+        } queue;
         struct {
             sqf_robust_mutex *m;
             struct sqf_robust_head *head;
@@ -154,6 +165,8 @@ int sqf_robust_lock_step_(struct sqf_waitop *op, int how);    /* u.robust.m */
 int sqf_cond_wait_step_(struct sqf_waitop *op, int how);      /* u.cond.c, m */
 int sqf_rwlock_rdlock_step_(struct sqf_waitop *op, int how);  /* u.rwlock.l */
 int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how);  /* u.rwlock.l */
+int sqf_queue_push_step_(struct sqf_waitop *op, int how);     /* u.queue.q, in, n */
+int sqf_queue_pop_step_(struct sqf_waitop *op, int how);      /* u.queue.q, out, n */
 int sqf_barrier_wait_step_(struct sqf_waitop *op,
                            int how); /* u.barrier.b, completion, arg, index */
 

@@ -12,7 +12,8 @@
  *   (ETIMEDOUT for it, EPIPE for the others), reset returns EBUSY (the dead
  *   party is still counted), and init repairs it;
  * - once: a runner that dies leaves it RUNNING: timedrun returns ETIMEDOUT
- *   and runs nothing; init repairs it;
+ *   and runs nothing; init repairs it (once.h's robust once, built on the
+ *   robust mutex, is tested in process_robust.c);
  * - rwlock: a reader that dies waiting is released by the next wrunlock and
  *   never claims its place; readers still get in, and the first writer that
  *   waits revokes the place after SQF_RWLOCK_STALL_NS and takes the lock.

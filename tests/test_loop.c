@@ -488,6 +488,82 @@ static void test_fd(void)
 
 /* Every test above on one backend (flags: SQF_LOOP_URING or
  * SQF_LOOP_FALLBACK).  Returns 0, or 77 if that backend cannot run here. */
+/* sqf_queue: loop pops asleep on an empty queue get the items of one
+ * thread's push_n (each its own, counted once); a loop push waits on a full
+ * queue for a thread's pop; a loop pop on a closed queue drains, then gets
+ * EPIPE; a cancelled loop pop takes nothing. */
+static sqf_queue *lq;
+static void do_push3(void *arg)
+{
+    (void)arg;
+    int v[3] = {10, 20, 30};
+    size_t k = 0;
+    CHECK_EQ(sqf_queue_push_n(lq, v, 3, &k, SQF_FOREVER, NULL), 0);
+    CHECK_EQ(k, 3);
+}
+static void do_pop1(void *arg)
+{
+    CHECK_EQ(sqf_queue_pop(lq, arg), 0);
+}
+
+static void test_queue(void)
+{
+    int base = done;
+    size_t bytes = sqf_queue_bytes(3, sizeof(int));
+    lq = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    CHECK_EQ(sqf_queue_init(lq, 3, sizeof(int), SQF_PRIVATE), 0);
+    int got[3] = {0, 0, 0};
+    size_t moved[4] = {9, 9, 9, 9};
+    int v = 0;
+    CHECK_EQ(sqf_loop_queue_pop(loop, &ops[0], lq, NULL, 1, NULL, SQF_FOREVER, NULL, CB(0)),
+             EINVAL);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(
+            sqf_loop_queue_pop(loop, &ops[i], lq, &got[i], 1, &moved[i], SQF_FOREVER, NULL, CB(i)),
+            EINPROGRESS);
+    CHECK_EQ(moved[0], 0);
+    struct later l;
+    after_a_while(&l, do_push3, NULL);
+    run_until(base + 3);
+    join(&l);
+    CHECK_EQ(got[0] + got[1] + got[2], 60);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(results[i], 0);
+        CHECK_EQ(moved[i], 1);
+        CHECK(got[i] == 10 || got[i] == 20 || got[i] == 30);
+    }
+    /* A loop push on a full queue waits for a thread's pop. */
+    int three[3] = {1, 2, 3};
+    CHECK_EQ(sqf_loop_queue_push(loop, &ops[3], lq, three, 3, &moved[3], SQF_FOREVER, NULL, CB(3)),
+             0); /* room at once: completed in the call */
+    CHECK_EQ(moved[3], 3);
+    int four = 4;
+    CHECK_EQ(sqf_loop_queue_push(loop, &ops[4], lq, &four, 1, NULL, SQF_FOREVER, NULL, CB(4)),
+             EINPROGRESS);
+    after_a_while(&l, do_pop1, &v);
+    run_until(base + 4);
+    join(&l);
+    CHECK_EQ(results[4], 0);
+    CHECK_EQ(v, 1);
+    /* Closed: a loop pop drains 2, 3, 4, then gets EPIPE. */
+    CHECK_EQ(sqf_queue_close(lq), 0);
+    int rest[4];
+    CHECK_EQ(sqf_loop_queue_pop(loop, &ops[5], lq, rest, 4, &moved[0], SQF_FOREVER, NULL, CB(5)),
+             0);
+    CHECK_EQ(moved[0], 3);
+    CHECK(rest[0] == 2 && rest[1] == 3 && rest[2] == 4);
+    CHECK_EQ(sqf_loop_queue_pop(loop, &ops[5], lq, rest, 4, NULL, SQF_FOREVER, NULL, CB(5)), EPIPE);
+    /* Cancelled while waiting: takes nothing. */
+    CHECK_EQ(sqf_queue_init(lq, 3, sizeof(int), SQF_PRIVATE), 0);
+    CHECK_EQ(sqf_loop_queue_pop(loop, &ops[6], lq, rest, 1, NULL, SQF_FOREVER, NULL, CB(6)),
+             EINPROGRESS);
+    CHECK_EQ(sqf_loop_cancel(loop, &ops[6]), 0);
+    run_until(base + 5);
+    CHECK_EQ(results[6], ECANCELED);
+    CHECK_EQ(sqf_queue_destroy(lq), 0);
+    free(lq);
+}
+
 static int on_backend(unsigned flags, const char *name)
 {
     int e = sqf_loop_create(&loop, flags);
@@ -509,6 +585,7 @@ static int on_backend(unsigned flags, const char *name)
     test_barrier_fn();
     test_shared();
     test_shared_free();
+    test_queue();
     CHECK_EQ(sqf_loop_destroy(loop), 0);
     printf("test_loop: the %s backend checked\n", name);
     return 0;

@@ -132,6 +132,7 @@
 #include <squarefree/event.h>
 #include <squarefree/latch.h>
 #include <squarefree/mutex.h>
+#include <squarefree/queue.h>
 #include <squarefree/rwlock.h>
 #include <squarefree/sem.h>
 #include <squarefree/time.h>
@@ -225,6 +226,17 @@ SQF_API int sqf_loop_rwlock_rdlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *
 SQF_API int sqf_loop_rwlock_wrlock(sqf_loop *loop, sqf_loop_op *op, sqf_rwlock *l,
                                    sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb,
                                    void *arg);
+/** As sqf_queue_push_n and sqf_queue_pop_n: move up to n items (at least
+ *  one) between `items` and the queue, waiting on the loop while it is full
+ *  (empty).  `items` and `moved` (may be NULL) must stay valid until the op
+ *  completes: the items are copied, and *moved set, when it does, before the
+ *  callback runs.  Loop ops and threads mix freely on one queue. */
+SQF_API int sqf_loop_queue_push(sqf_loop *loop, sqf_loop_op *op, sqf_queue *q, const void *items,
+                                size_t n, size_t *moved, sqf_deadline deadline,
+                                const sqf_cancel *cancel, sqf_loop_cb cb, void *arg);
+SQF_API int sqf_loop_queue_pop(sqf_loop *loop, sqf_loop_op *op, sqf_queue *q, void *items, size_t n,
+                               size_t *moved, sqf_deadline deadline, const sqf_cancel *cancel,
+                               sqf_loop_cb cb, void *arg);
 
 SQF_END_DECLS
 

@@ -1,0 +1,196 @@
+/* squarefree/queue.h: a bounded multi-producer multi-consumer FIFO queue of
+ * fixed-size items, copied in and out, that threads block on.
+ *
+ * What it is for: passing data between threads (a pipeline stage, a pool's
+ * work queue, a logger's buffer), where the C idiom is a ring under one
+ * mutex with two condition variables.  That idiom serialises every push and
+ * pop on the mutex, and hands sleeping consumers their items one wake-up
+ * at a time, each behind the mutex.  sqf_queue instead:
+ * - takes no lock: a push or pop that finds room or an item is a few loads
+ *   and one compare-and-swap on the ring's tail or head (Vyukov's bounded
+ *   MPMC ring: a sequence stamp per slot), and makes no system call when
+ *   nobody sleeps;
+ * - batches: push_n and pop_n move up to n items with one compare-and-swap,
+ *   and wake the k sleepers they satisfy with ONE kernel call (never k);
+ * - lives entirely in memory you provide (no heap, no pointer inside), so a
+ *   queue in shared memory works between processes (SQF_SHARED);
+ * - closes: after sqf_queue_close pushes fail with EPIPE, pops drain what
+ *   is left and then fail with EPIPE, and every sleeper is woken at once.
+ *
+ *     struct job { int id; char path[60]; };
+ *     size_t bytes = sqf_queue_bytes(1024, sizeof(struct job));
+ *     sqf_queue *q = aligned_alloc(64, bytes);             // or mmap(MAP_SHARED)
+ *     sqf_queue_init(q, 1024, sizeof(struct job), SQF_PRIVATE);
+ *
+ *     // producers                             // consumers
+ *     struct job j = {42, "/tmp/in"};          struct job j;
+ *     sqf_queue_push(q, &j);                   while (sqf_queue_pop(q, &j) == 0)
+ *     ...                                          run(&j);
+ *     sqf_queue_close(q);                      // EPIPE: closed and drained
+ *
+ * Memory: sqf_queue_bytes(capacity, item_size) bytes, aligned to at least 8
+ * (64, a cache line, is best: head and tail sit on lines of their own).  The
+ * region holds the header (struct sqf_queue) and then `capacity` slots of
+ * an 8-byte stamp and the item (rounded up to 8 bytes).  capacity is 1 to
+ * SQF_QUEUE_MAX_CAPACITY, item_size 1 to SQF_QUEUE_MAX_ITEM.  Items are
+ * copied with memcpy; the queue never looks inside them.
+ *
+ * Errors (every function returns 0 or one of these; a failed call changes
+ * nothing: no item is lost, duplicated or half-copied):
+ * - EINVAL: a NULL queue or item pointer; init with a size out of range, a
+ *   region not aligned to 8, or flags other than SQF_PRIVATE/SQF_SHARED;
+ *   n == 0 for the batch forms; a queue not initialised (zeroed memory is
+ *   not a queue: its capacity is 0).
+ * - ENOTSUP: SQF_SHARED with a wait backend that cannot share (portable).
+ * - EBUSY: trypush found the queue full, trypop found it empty; destroy
+ *   found a thread inside a blocking push or pop.
+ * - ETIMEDOUT: the deadline passed first.  A deadline already past means
+ *   "try once"; a call whose deadline passes just as room or an item
+ *   appears may take it and return 0.
+ * - ECANCELED: the cancellation token fired first (the _until forms); as a
+ *   time-out, after one more try.
+ * - EPIPE: push or trypush on a closed queue (nothing is pushed); pop or
+ *   trypop on a closed queue that is empty.  A pop on a closed queue still
+ *   gets every item pushed before the close.
+ *
+ * Memory ordering: a push is a release operation and the pop that takes
+ * its item an acquire operation: everything the producer wrote before the
+ * push happens-before everything the consumer does after the pop.  Close is
+ * a release operation, and a push or pop that returns EPIPE an acquire.
+ * sqf_queue_size is a snapshot that orders nothing.
+ *
+ * Order and fairness: items leave in the order their pushes took the tail
+ * (one total order, so items of one producer leave in its order); a batch
+ * is contiguous.  Among threads there is no fairness beyond the kernel's:
+ * sleepers are woken in the order they went to sleep (FIFO futex queue),
+ * but a running consumer may take an item before the sleeper woken for it
+ * is scheduled (as with sqf_sem), and that sleeper then sleeps again.  No
+ * item is ever left behind with a consumer asleep, but under sustained
+ * overload one particular waiter has no bound on its wait.
+ *
+ * Progress: a push (pop) that has taken the tail (head) position copies its
+ * item and then publishes it; a thread preempted in between holds up the
+ * consumers (producers) that reach that slot until it runs again, though
+ * not the other slots' producers.  That is the price of a ring without a
+ * lock; the window is one memcpy.
+ *
+ * How it waits: a push that finds the queue full (a pop that finds it
+ * empty) spins briefly, then counts itself in `psleep` (`csleep`) and
+ * sleeps on `pseq` (`cseq`) until a pop (push) advances it.  A pop that
+ * takes k items wakes min(k, sleeping producers) with one FUTEX_WAKE; a push
+ * likewise wakes consumers; with nobody counted it makes no system call.
+ *
+ * Wake-ups: so a push_n of k items to k sleeping consumers costs the
+ * producer one system call and the consumers O(k) wake-ups in total, and no
+ * woken thread waits for another to be scheduled (seeds/000's "square"
+ * cure).  A woken waiter that finds its item taken sleeps again; each item
+ * causes at most one such futile wake-up.
+ *
+ * Processes: with SQF_SHARED in shared memory it works between processes.
+ * A process killed while it sleeps in push or pop stays counted (one futile
+ * wake-up per later batch, and destroy returns EBUSY until init).  One
+ * killed between taking a slot's position and publishing it (one memcpy)
+ * leaves that slot unpublished for good: the consumer that reaches it waits
+ * for ever (or until its deadline).
+ *
+ * Header words (invariants):
+ *   tail   bits 0..62: the next push position, as lap * 2^shift + index
+ *          (index < capacity); bit 63 CLOSED, set by close, never cleared
+ *          (except by init).  A push takes positions with a CAS that fails
+ *          once CLOSED is set.
+ *   head   the next pop position, in the same form.
+ *   slot i stamp: position p where p's index is i: p when the slot is free
+ *          for the push at p; p + 1 once that push has published its item;
+ *          p + 2^shift (the next lap's push) once the pop at p has copied it
+ *          out.  Stamps only grow.
+ *   csleep, psleep  consumers (producers) inside a blocking pop (push) that
+ *          found nothing (no room), counted before their last look and
+ *          uncounted after; never fewer than those asleep on the futex.
+ *   cseq, pseq  sequence words they sleep on, advanced before each wake.
+ *   flags  SHARED (bit 0).
+ */
+#ifndef SQUAREFREE_QUEUE_H
+#define SQUAREFREE_QUEUE_H
+
+#include <squarefree/bits/common.h>
+#include <squarefree/time.h>
+
+SQF_BEGIN_DECLS
+
+/** The largest capacity (items) and item size (bytes) init accepts. */
+#define SQF_QUEUE_MAX_CAPACITY (1u << 30)
+#define SQF_QUEUE_MAX_ITEM     (1u << 20)
+
+typedef struct sqf_queue {
+    SQF_WORD64 tail_; /* see the invariants above */
+    char pad0_[56];   /* tail and head on lines of their own */
+    SQF_WORD64 head_;
+    char pad1_[56];
+    SQF_WORD csleep_, cseq_; /* consumers: counted, and the word they sleep on */
+    SQF_WORD psleep_, pseq_; /* producers */
+    SQF_WORD flags_;         /* SHARED */
+    uint32_t capacity_, item_size_, slot_size_, shift_;
+    char pad2_[28]; /* the slots start on a line of their own */
+} sqf_queue;
+
+struct sqf_cancel;
+
+/** Bytes a queue of `capacity` items of `item_size` bytes needs (header and
+ *  slots); 0 if either is out of range. */
+SQF_API size_t sqf_queue_bytes(size_t capacity, size_t item_size);
+
+/** Initialise the region at q (sqf_queue_bytes(capacity, item_size) bytes,
+ *  aligned to 8) as an empty, open queue.  Must not run while others use it.
+ *  Errors: EINVAL, ENOTSUP. */
+SQF_API int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned flags);
+
+/** Check that no thread is inside a blocking push or pop, so that the
+ *  memory may be reused.  Errors: EINVAL; EBUSY (nothing changes). */
+SQF_API int sqf_queue_destroy(sqf_queue *q);
+
+/** Copy *item in at the tail, sleeping while the queue is full.
+ *  Errors: EINVAL, EPIPE. */
+SQF_API int sqf_queue_push(sqf_queue *q, const void *item);
+/** As push, but EBUSY instead of sleeping.  Errors: EINVAL, EBUSY, EPIPE. */
+SQF_API int sqf_queue_trypush(sqf_queue *q, const void *item);
+/** As push, waiting until the deadline and the token (may be NULL) at most.
+ *  Errors: EINVAL, EPIPE, ETIMEDOUT, ECANCELED, ENOTSUP. */
+SQF_API int sqf_queue_push_until(sqf_queue *q, const void *item, sqf_deadline deadline,
+                                 const struct sqf_cancel *cancel);
+
+/** Copy the head item out to *item, sleeping while the queue is empty.
+ *  Errors: EINVAL, EPIPE (closed and empty). */
+SQF_API int sqf_queue_pop(sqf_queue *q, void *item);
+/** As pop, but EBUSY instead of sleeping.  Errors: EINVAL, EBUSY, EPIPE. */
+SQF_API int sqf_queue_trypop(sqf_queue *q, void *item);
+/** As pop, waiting until the deadline and the token at most.
+ *  Errors: EINVAL, EPIPE, ETIMEDOUT, ECANCELED, ENOTSUP. */
+SQF_API int sqf_queue_pop_until(sqf_queue *q, void *item, sqf_deadline deadline,
+                                const struct sqf_cancel *cancel);
+
+/** Push up to n items (items: n * item_size bytes, in order), waiting (as
+ *  push_until) until at least one fits; then push as many as fit, at once,
+ *  contiguously, and set *pushed (may be NULL) to how many.  Wakes the
+ *  consumers they satisfy with one call.
+ *  Errors: EINVAL, EPIPE, ETIMEDOUT, ECANCELED, ENOTSUP (then *pushed = 0). */
+SQF_API int sqf_queue_push_n(sqf_queue *q, const void *items, size_t n, size_t *pushed,
+                             sqf_deadline deadline, const struct sqf_cancel *cancel);
+
+/** Pop up to n items into items (n * item_size bytes), waiting (as
+ *  pop_until) until at least one is there; then pop as many as are, at
+ *  once, and set *popped (may be NULL).  Wakes the producers they make room
+ *  for with one call.  Errors: as push_n (EPIPE: closed and empty). */
+SQF_API int sqf_queue_pop_n(sqf_queue *q, void *items, size_t n, size_t *popped,
+                            sqf_deadline deadline, const struct sqf_cancel *cancel);
+
+/** Close the queue: pushes fail with EPIPE from now on, pops drain what is
+ *  left, and every sleeper is woken (one call per side).  Closing twice is
+ *  harmless.  Errors: EINVAL. */
+SQF_API int sqf_queue_close(sqf_queue *q);
+
+/** How many items are in the queue (a snapshot; 0 for NULL). */
+SQF_API size_t sqf_queue_size(sqf_queue *q);
+
+SQF_END_DECLS
+
+#endif

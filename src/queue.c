@@ -1,0 +1,379 @@
+/* queue.c: sqf_queue.  The header words and slot stamps are documented as
+ * invariants in include/squarefree/queue.h; the comments here say why each
+ * step is safe.
+ *
+ * The ring is Vyukov's bounded MPMC queue: a push at position p may take it
+ * only when slot p's stamp says "free for p" (stamp == p), and does so with
+ * a CAS of the tail from p; it then copies the item in and publishes it
+ * (stamp = p + 1, release).  A pop at p needs stamp == p + 1, takes the head
+ * with a CAS, copies the item out and frees the slot for the next lap
+ * (stamp = p + LAP, release).  A stamp, once seen "free for p" or
+ * "published for p", stays so until the position p itself is taken, which
+ * only the CAS that moves the tail (head) from p can do: so a batch may
+ * check k consecutive slots first and then take all k with one CAS.
+ *
+ * Positions are lap * LAP + index with LAP = 2^shift > capacity, so that
+ * "published for p" (p + 1) never equals "free for the next lap" at the
+ * last index.  64 bits never wrap in practice (2^62 operations).
+ *
+ * Sleeping (the same for both sides; consumers shown): a pop that finds
+ * nothing counts itself in csleep, then (a seq_cst fence) looks again; a
+ * push publishes its items, then (a seq_cst fence) reads csleep.  Of the
+ * two, at least one sees the other's write (store-buffering with fences):
+ * the pop finds the item, or the push finds the pop counted, and advances
+ * cseq before waking.  The pop sleeps only while cseq still holds what it
+ * read before its last look, so a wake sent after that look cannot miss it.
+ *
+ * No item is stranded with a consumer asleep: a push of k items wakes
+ * min(k, csleep), and FUTEX_WAKE dequeues only threads that are queued, so
+ * each item wakes a queued sleeper if there is one; a woken consumer either
+ * takes an item, or finds it taken (by a running consumer, which is fine),
+ * or times out, and then, uncounted, looks once more before it leaves.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include <squarefree/queue.h>
+
+#include "atomic.h"
+#include "cpu.h"
+#include "waitop.h"
+
+#define Q_CLOSED (1ull << 63)
+#define Q_SHARED 1u
+#define Q_SPINS  32 /* looks before sleeping, when spinning may help */
+
+_Static_assert(sizeof(sqf_queue) % 64 == 0, "the slots start on a cache line");
+
+static inline sqf_word64 *q_tail(sqf_queue *q)
+{
+    return (sqf_word64 *)&q->tail_;
+}
+static inline sqf_word64 *q_head(sqf_queue *q)
+{
+    return (sqf_word64 *)&q->head_;
+}
+static inline uint64_t q_lap(const sqf_queue *q)
+{
+    return 1ull << q->shift_;
+}
+static inline bool q_shared(sqf_queue *q)
+{
+    return (at_load((sqf_word *)&q->flags_, RLX) & Q_SHARED) != 0;
+}
+
+static inline sqf_word64 *stamp_of(sqf_queue *q, uint64_t pos)
+{
+    uint64_t i = pos & (q_lap(q) - 1);
+    return (sqf_word64 *)((char *)(q + 1) + i * q->slot_size_);
+}
+static inline void *data_of(sqf_queue *q, uint64_t pos)
+{
+    return (char *)stamp_of(q, pos) + sizeof(uint64_t);
+}
+
+/* The position after p. */
+static inline uint64_t next_pos(const sqf_queue *q, uint64_t p)
+{
+    uint64_t lap = q_lap(q);
+    return (p & (lap - 1)) + 1 < q->capacity_ ? p + 1 : (p & ~(lap - 1)) + lap;
+}
+
+/* A position as a count of operations, for sizes. */
+static inline uint64_t linear(const sqf_queue *q, uint64_t p)
+{
+    return (p >> q->shift_) * q->capacity_ + (p & (q_lap(q) - 1));
+}
+
+static inline size_t slot_bytes(size_t item_size)
+{
+    return (sizeof(uint64_t) + item_size + 7) & ~(size_t)7;
+}
+
+size_t sqf_queue_bytes(size_t capacity, size_t item_size)
+{
+    if (capacity == 0 || capacity > SQF_QUEUE_MAX_CAPACITY || item_size == 0 ||
+        item_size > SQF_QUEUE_MAX_ITEM)
+        return 0;
+    size_t slots = capacity * slot_bytes(item_size); /* at most 2^30 * (2^20 + 16): fits 64 bits */
+    if (slots / capacity != slot_bytes(item_size) || slots > SIZE_MAX - sizeof(sqf_queue)) return 0;
+    return sizeof(sqf_queue) + slots;
+}
+
+int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned flags)
+{
+    if (!q || ((uintptr_t)q & 7) || (flags & ~SQF_SHARED) || !sqf_queue_bytes(capacity, item_size))
+        return EINVAL;
+    if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    unsigned shift = 0;
+    while ((1ull << shift) <= capacity) /* LAP > capacity */
+        shift++;
+    q->capacity_ = (uint32_t)capacity;
+    q->item_size_ = (uint32_t)item_size;
+    q->slot_size_ = (uint32_t)slot_bytes(item_size);
+    q->shift_ = shift;
+    for (uint64_t i = 0; i < capacity; i++)
+        at_store64(stamp_of(q, i), i, RLX);
+    at_store((sqf_word *)&q->csleep_, 0, RLX);
+    at_store((sqf_word *)&q->cseq_, 0, RLX);
+    at_store((sqf_word *)&q->psleep_, 0, RLX);
+    at_store((sqf_word *)&q->pseq_, 0, RLX);
+    at_store((sqf_word *)&q->flags_, (flags & SQF_SHARED) ? Q_SHARED : 0, RLX);
+    at_store64(q_head(q), 0, RLX);
+    at_store64(q_tail(q), 0, REL);
+    return 0;
+}
+
+int sqf_queue_destroy(sqf_queue *q)
+{
+    if (!q || q->capacity_ == 0) return EINVAL;
+    return at_load((sqf_word *)&q->csleep_, ACQ) || at_load((sqf_word *)&q->psleep_, ACQ) ? EBUSY
+                                                                                          : 0;
+}
+
+/* ---- the ring ---------------------------------------------------------- */
+
+/* Push up to n items (at least one), without waiting: 0 with *k pushed, or
+ * EBUSY (no room now: full, or the oldest slot still being copied out), or
+ * EPIPE (closed). */
+static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
+{
+    const uint64_t lap = q_lap(q);
+    uint64_t t = at_load64(q_tail(q), ACQ); /* ACQ: an EPIPE acquires the close */
+    for (;;) {
+        if (t & Q_CLOSED) return EPIPE;
+        /* ACQ: the pop that freed the slot has finished copying out. */
+        uint64_t s = at_load64(stamp_of(q, t), ACQ);
+        if (s != t) {
+            if (s + lap == t + 1) {
+                /* The slot holds last lap's item: full, unless a pop has
+                 * taken it and is still copying it out. */
+                return EBUSY;
+            }
+            t = at_load64(q_tail(q), ACQ); /* another push took t: look again */
+            continue;
+        }
+        /* Count the free slots from t on (each stays free until its
+         * position is taken, which only a CAS of the tail from t can do). */
+        size_t c = 1;
+        uint64_t end = next_pos(q, t);
+        while (c < n && at_load64(stamp_of(q, end), ACQ) == end) {
+            end = next_pos(q, end);
+            c++;
+        }
+        if (!at_cas64(q_tail(q), &t, end, ACQ)) continue;
+        uint64_t p = t;
+        for (size_t j = 0; j < c; j++) {
+            memcpy(data_of(q, p), items + j * q->item_size_, q->item_size_);
+            at_store64(stamp_of(q, p), p + 1, REL); /* publish */
+            p = next_pos(q, p);
+        }
+        *k = c;
+        return 0;
+    }
+}
+
+/* Pop up to n items (at least one), without waiting: 0 with *k popped,
+ * EBUSY (nothing now: empty, or the next item still being copied in), or
+ * EPIPE (closed and empty). */
+static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
+{
+    const uint64_t lap = q_lap(q);
+    uint64_t h = at_load64(q_head(q), RLX);
+    for (;;) {
+        /* ACQ: the push that published the slot has finished copying in. */
+        uint64_t s = at_load64(stamp_of(q, h), ACQ);
+        if (s != h + 1) {
+            if (s == h) {
+                /* Not published: empty, or a push is still copying in.
+                 * SC: a close or push before our look at the tail is seen. */
+                at_fence(SC);
+                uint64_t t = at_load64(q_tail(q), ACQ);
+                if ((t & ~Q_CLOSED) == h) return (t & Q_CLOSED) ? EPIPE : EBUSY;
+                return EBUSY;
+            }
+            h = at_load64(q_head(q), RLX); /* another pop took h */
+            continue;
+        }
+        size_t c = 1;
+        uint64_t end = next_pos(q, h);
+        while (c < n && at_load64(stamp_of(q, end), ACQ) == end + 1) {
+            end = next_pos(q, end);
+            c++;
+        }
+        if (!at_cas64(q_head(q), &h, end, RLX)) continue;
+        uint64_t p = h;
+        for (size_t j = 0; j < c; j++) {
+            memcpy(items + j * q->item_size_, data_of(q, p), q->item_size_);
+            at_store64(stamp_of(q, p), p + lap, REL); /* free for the next lap */
+            p = next_pos(q, p);
+        }
+        *k = c;
+        return 0;
+    }
+}
+
+/* After k items (slots) were published (freed): wake up to k of the other
+ * side's sleepers, if any is counted.  SC fence: see the file comment. */
+static void wake_side(sqf_queue *q, sqf_word *sleep, sqf_word *seq, size_t k)
+{
+    at_fence(SC);
+    uint32_t s = at_load(sleep, RLX);
+    if (!s) return;
+    at_add(seq, 1, REL);
+    sqf_wake(seq, k < s ? (int)k : (int)(s > INT_MAX ? INT_MAX : s), q_shared(q));
+}
+
+/* ---- waiting ----------------------------------------------------------- */
+
+/* The wait protocol (waitop.h), one step for both sides: a push (pop)
+ * counts itself in psleep (csleep) once it must sleep, and leaves the count
+ * before it returns, after one more look. */
+static int queue_step(struct sqf_waitop *op, int how, bool push)
+{
+    struct sqf_queue_wait_ *w = &op->u.queue;
+    sqf_queue *q = w->q;
+    sqf_word *sleep = (sqf_word *)(push ? &q->psleep_ : &q->csleep_);
+    sqf_word *seq = (sqf_word *)(push ? &q->pseq_ : &q->cseq_);
+    if (how == SQF_OP_START) {
+        w->registered = false;
+        w->stop = 0;
+        w->spins = op->may_spin && sqf_ncpu() > 1 ? Q_SPINS : 0;
+    } else if (how == ECANCELED || how == ENOTSUP) {
+        w->stop = how;
+    }
+    for (;;) {
+        uint32_t v = w->registered ? at_load(seq, ACQ) : 0;
+        size_t k = 0;
+        int r = push ? ring_push(q, w->in, w->n, &k) : ring_pop(q, w->out, w->n, &k);
+        if (r != EBUSY) {
+            if (w->registered) at_sub(sleep, 1, RLX);
+            w->registered = false;
+            if (r == 0) {
+                if (w->moved) *w->moved = k;
+                if (push)
+                    wake_side(q, (sqf_word *)&q->csleep_, (sqf_word *)&q->cseq_, k);
+                else
+                    wake_side(q, (sqf_word *)&q->psleep_, (sqf_word *)&q->pseq_, k);
+            }
+            return r;
+        }
+        if (w->stop || sqf_op_expired(op)) {
+            if (w->registered) { /* uncounted, look once more */
+                at_sub(sleep, 1, RLX);
+                w->registered = false;
+                continue;
+            }
+            return w->stop ? w->stop : ETIMEDOUT;
+        }
+        if (w->spins) {
+            w->spins--;
+            at_relax();
+            continue;
+        }
+        if (!w->registered) {
+            at_add(sleep, 1, RLX);
+            at_fence(SC); /* our count before our next look: see the file comment */
+            w->registered = true;
+            continue;
+        }
+        if (sqf_cancel_is_cancelled(op->tok)) {
+            w->stop = ECANCELED;
+            continue;
+        }
+        op->word = seq;
+        op->expected = v;
+        op->shared = q_shared(q);
+        return SQF_OP_SLEEP;
+    }
+}
+
+int sqf_queue_push_step_(struct sqf_waitop *op, int how)
+{
+    return queue_step(op, how, true);
+}
+
+int sqf_queue_pop_step_(struct sqf_waitop *op, int how)
+{
+    return queue_step(op, how, false);
+}
+
+static int run(sqf_queue *q, const void *in, void *out, size_t n, size_t *done,
+               sqf_deadline deadline, const sqf_cancel *tok)
+{
+    if (done) *done = 0;
+    if (!q || !(in || out) || n == 0 || q->capacity_ == 0) return EINVAL;
+    struct sqf_waitop op = sqf_op_blocking(deadline, tok);
+    op.u.queue.q = q;
+    op.u.queue.in = in;
+    op.u.queue.out = out;
+    op.u.queue.n = n;
+    op.u.queue.moved = done;
+    return sqf_op_block(&op, in ? sqf_queue_push_step_ : sqf_queue_pop_step_);
+}
+
+int sqf_queue_push(sqf_queue *q, const void *item)
+{
+    return run(q, item, NULL, 1, NULL, SQF_FOREVER, NULL);
+}
+
+int sqf_queue_trypush(sqf_queue *q, const void *item)
+{
+    int r = run(q, item, NULL, 1, NULL, INT64_MIN, NULL);
+    return r == ETIMEDOUT ? EBUSY : r;
+}
+
+int sqf_queue_push_until(sqf_queue *q, const void *item, sqf_deadline deadline,
+                         const sqf_cancel *cancel)
+{
+    return run(q, item, NULL, 1, NULL, deadline, cancel);
+}
+
+int sqf_queue_push_n(sqf_queue *q, const void *items, size_t n, size_t *pushed,
+                     sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    return run(q, items, NULL, n, pushed, deadline, cancel);
+}
+
+int sqf_queue_pop(sqf_queue *q, void *item)
+{
+    return run(q, NULL, item, 1, NULL, SQF_FOREVER, NULL);
+}
+
+int sqf_queue_trypop(sqf_queue *q, void *item)
+{
+    int r = run(q, NULL, item, 1, NULL, INT64_MIN, NULL);
+    return r == ETIMEDOUT ? EBUSY : r;
+}
+
+int sqf_queue_pop_until(sqf_queue *q, void *item, sqf_deadline deadline, const sqf_cancel *cancel)
+{
+    return run(q, NULL, item, 1, NULL, deadline, cancel);
+}
+
+int sqf_queue_pop_n(sqf_queue *q, void *items, size_t n, size_t *popped, sqf_deadline deadline,
+                    const sqf_cancel *cancel)
+{
+    return run(q, NULL, items, n, popped, deadline, cancel);
+}
+
+int sqf_queue_close(sqf_queue *q)
+{
+    if (!q || q->capacity_ == 0) return EINVAL;
+    uint64_t t = at_load64(q_tail(q), RLX);
+    while (!(t & Q_CLOSED) && !at_cas64(q_tail(q), &t, t | Q_CLOSED, REL)) {
+    }
+    wake_side(q, (sqf_word *)&q->csleep_, (sqf_word *)&q->cseq_, INT_MAX);
+    wake_side(q, (sqf_word *)&q->psleep_, (sqf_word *)&q->pseq_, INT_MAX);
+    return 0;
+}
+
+size_t sqf_queue_size(sqf_queue *q)
+{
+    if (!q || q->capacity_ == 0) return 0;
+    uint64_t h = at_load64(q_head(q), ACQ);
+    uint64_t t = at_load64(q_tail(q), ACQ) & ~Q_CLOSED;
+    uint64_t lt = linear(q, t), lh = linear(q, h);
+    if (lt <= lh) return 0;
+    return lt - lh > q->capacity_ ? q->capacity_ : (size_t)(lt - lh);
+}
