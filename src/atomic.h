@@ -133,6 +133,19 @@ static inline uint64_t at_sub64(sqf_word64 *w, uint64_t v, memory_order mo)
     return atomic_fetch_sub_explicit(w, v, mo);
 }
 
+/* The 32-bit half of a 64-bit word that holds its bits 0..31 (its first
+ * four bytes on a little-endian machine, its last four on a big-endian
+ * one), for a futex that sleeps on that half (sem.c says why that is
+ * sound).  Pointer arithmetic only: it reads nothing. */
+static inline sqf_word *at_low_half(sqf_word64 *w)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (sqf_word *)((char *)w + 4);
+#else
+    return (sqf_word *)(void *)w;
+#endif
+}
+
 /* Pointer-sized atomics, for the portable wait backend's queues. */
 typedef _Atomic(void *) sqf_aptr;
 

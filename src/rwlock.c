@@ -28,6 +28,12 @@
  * for ever.  A writer that finds such owed readers making no progress for
  * SQF_RWLOCK_STALL_NS revokes their places (see revoke_owed).
  *
+ * `state` is 64 bits: the lock in the low half (the futex word the
+ * draining writer sleeps on: see sem.c on sleeping on half of a 64-bit
+ * word) and the revocation count EPOCH in the high half, so that every CAS
+ * a waiting reader makes also checks that no revocation has happened since
+ * it counted itself (2^32 of them would have to pass in between).
+ *
  * Every change of `state` after init is a read-modify-write, so an acquire
  * that reads any later value synchronises with every earlier release on it
  * (release sequences): a reader let in by a writer that gave up still sees
@@ -40,16 +46,15 @@
 #include "atomic.h"
 #include "waitop.h"
 
-#define RW_WRITER   SQF_RWLOCK_WRITER_
-#define RW_HANDOFF  SQF_RWLOCK_HANDOFF_
-#define RW_WSLEEP   SQF_RWLOCK_WSLEEP_
-#define RW_REVOKING SQF_RWLOCK_REVOKING_
-#define RW_EPOCH    SQF_RWLOCK_EPOCH_
-#define RW_EUNIT    SQF_RWLOCK_EUNIT_
-#define RW_PUNIT    SQF_RWLOCK_PENDING_
-#define RW_PMASK    SQF_RWLOCK_PMASK_
-#define RW_RUNIT    SQF_RWLOCK_READER_
-#define RW_MAX      SQF_RWLOCK_MAX_READERS
+#define RW_WRITER  SQF_RWLOCK_WRITER_
+#define RW_HANDOFF SQF_RWLOCK_HANDOFF_
+#define RW_WSLEEP  SQF_RWLOCK_WSLEEP_
+#define RW_EUNIT   SQF_RWLOCK_EUNIT_
+#define RW_PUNIT   SQF_RWLOCK_PENDING_
+#define RW_PMASK   SQF_RWLOCK_PMASK_
+#define RW_RUNIT   SQF_RWLOCK_READER_
+#define RW_MAX     SQF_RWLOCK_MAX_READERS
+#define RW_LOCK    0xffffffffull /* the low half: everything but EPOCH */
 
 /* In the `readers` word: bit 0 is SHARED, the rest a sequence. */
 #define RW_SHARED 1u
@@ -57,12 +62,16 @@
 
 _Static_assert(RW_PMASK == (RW_MAX * RW_PUNIT), "PENDING must hold SQF_RWLOCK_MAX_READERS");
 _Static_assert(RW_RUNIT == ((RW_PMASK << 1) & ~RW_PMASK), "READERS must follow PENDING");
-_Static_assert((RW_EPOCH & (RW_PMASK | RW_WRITER | RW_HANDOFF | RW_WSLEEP | RW_REVOKING)) == 0,
-               "EPOCH overlaps");
+_Static_assert(RW_EUNIT == 1ull << 32, "EPOCH is the high half");
 
-static inline sqf_word *st(sqf_rwlock *l)
+static inline sqf_word64 *st(sqf_rwlock *l)
 {
-    return (sqf_word *)&l->state;
+    return (sqf_word64 *)&l->state;
+}
+/* The low half of `state`, where the draining writer sleeps. */
+static inline sqf_word *st_futex(sqf_rwlock *l)
+{
+    return at_low_half(st(l));
 }
 static inline sqf_word *rq(sqf_rwlock *l)
 {
@@ -72,18 +81,14 @@ static inline sqf_word *wq(sqf_rwlock *l)
 {
     return (sqf_word *)&l->writers;
 }
-static inline sqf_word *rv(sqf_rwlock *l)
-{
-    return (sqf_word *)&l->revokes;
-}
 
-static inline uint32_t readers_in(uint32_t v)
+static inline uint32_t readers_in(uint64_t v)
 {
-    return v / RW_RUNIT;
+    return (uint32_t)(v & RW_LOCK) / RW_RUNIT;
 }
-static inline uint32_t pending(uint32_t v)
+static inline uint32_t pending(uint64_t v)
 {
-    return (v & RW_PMASK) / RW_PUNIT;
+    return (uint32_t)(v & RW_PMASK) / RW_PUNIT;
 }
 static inline bool is_shared(sqf_rwlock *l)
 {
@@ -91,8 +96,7 @@ static inline bool is_shared(sqf_rwlock *l)
 }
 
 /* Wake every reader asleep on `readers`, after a CAS on `state` that
- * released them (or ended a revocation): each looks again and claims its
- * place, arrives again, or sleeps again. */
+ * released them: each looks again and claims its place. */
 static void wake_readers(sqf_rwlock *l, bool shared)
 {
     at_add(rq(l), RW_RSTEP, REL);
@@ -114,10 +118,10 @@ static void wake_readers(sqf_rwlock *l, bool shared)
  * the free turn, the others set WSLEEP and sleep. */
 static void revoke_turn(sqf_rwlock *l, bool shared)
 {
-    sqf_word *s = st(l);
-    uint32_t v = at_load(s, RLX);
+    sqf_word64 *s = st(l);
+    uint64_t v = at_load64(s, RLX);
     while (v & RW_HANDOFF) {
-        if (at_cas(s, &v, v & ~(RW_WRITER | RW_HANDOFF | RW_WSLEEP), REL)) {
+        if (at_cas64(s, &v, v & ~(uint64_t)(RW_WRITER | RW_HANDOFF | RW_WSLEEP), REL)) {
             if (pending(v)) wake_readers(l, shared);
             at_add(wq(l), 1, REL);
             sqf_wake(wq(l), INT_MAX, shared);
@@ -145,13 +149,10 @@ enum {
 
 /* A reader gets in at once unless a writer has the turn; then it counts
  * itself in PENDING and waits for the turn to end.  A registered reader
- * remembers the revocation count (`revokes`, read after the state it
- * registered on) and the EPOCH bits it registered in: if either has moved,
- * a writer has revoked the waiting readers' places and we are no longer
- * counted, so we arrive again.  EPOCH guards our CASes against a revocation
- * between our look and our CAS (a state that went away and came back), the
- * full count against the revocations of a long sleep.  Registering waits
- * while REVOKING is set, so that no revocation is half-counted in e0.
+ * remembers the EPOCH it counted itself in: once EPOCH has moved, a writer
+ * has revoked the waiting readers' places and we are no longer counted, so
+ * we arrive again.  Every CAS we make compares EPOCH too, so none can act
+ * on a count that a revocation emptied since we looked.
  *
  * Ways out of PENDING:
  * - WRITER clear: the turn ended (a wrunlock, a writer that gave up, a
@@ -168,26 +169,23 @@ static int read_step(struct sqf_waitop *op)
 {
     struct sqf_rwlock_wait_ *rs = &op->u.rwlock;
     sqf_rwlock *l = rs->l;
-    sqf_word *s = st(l);
+    sqf_word64 *s = st(l);
     const bool shared = is_shared(l);
     for (;;) {
         uint32_t seq = at_load(rq(l), ACQ);
-        uint32_t v = at_load(s, ACQ); /* ACQ: the last writer's writes happen-before our section */
+        uint64_t v =
+            at_load64(s, ACQ); /* ACQ: the last writer's writes happen-before our section */
+        if (rs->registered && (v >> 32) != rs->epoch) rs->registered = false; /* revoked */
         if (rs->registered) {
-            /* After v: every revocation that v shows ended has advanced it. */
-            if (at_load(rv(l), ACQ) != rs->e0 || (v & RW_EPOCH) != rs->ep0) {
-                rs->registered = false; /* revoked: not counted any more */
-                continue;
-            }
             if (!(v & RW_WRITER)) {
-                uint32_t want = v - RW_PUNIT + RW_RUNIT;
+                uint64_t want = v - RW_PUNIT + RW_RUNIT;
                 if (pending(want) == 0 && (want & RW_WSLEEP)) want |= RW_WRITER | RW_HANDOFF;
-                if (!at_cas(s, &v, want, ACQ)) continue;
+                if (!at_cas64(s, &v, want, ACQ)) continue;
                 if (want & RW_HANDOFF) pass_turn(l, shared);
                 return 0;
             }
             if (rs->stop || sqf_op_expired(op)) {
-                if (at_cas(s, &v, v - RW_PUNIT, RLX)) return rs->stop ? rs->stop : ETIMEDOUT;
+                if (at_cas64(s, &v, v - RW_PUNIT, RLX)) return rs->stop ? rs->stop : ETIMEDOUT;
                 continue;
             }
         } else {
@@ -195,7 +193,7 @@ static int read_step(struct sqf_waitop *op)
             if (!(v & RW_WRITER)) {
                 /* No writer has the turn (readers it released may still be
                  * claiming their places: we need not wait for them). */
-                if (at_cas(s, &v, v + RW_RUNIT, ACQ)) return 0;
+                if (at_cas64(s, &v, v + RW_RUNIT, ACQ)) return 0;
                 continue;
             }
             if (rs->stop) return rs->stop;
@@ -204,21 +202,16 @@ static int read_step(struct sqf_waitop *op)
              * look made after the clock said so (the writer may have left
              * since). */
             if (sqf_op_expired(op)) {
-                v = at_load(s, RLX);
+                v = at_load64(s, RLX);
                 if (v & RW_WRITER) return ETIMEDOUT;
                 continue;
             }
             if (sqf_cancel_is_cancelled(op->tok)) return ECANCELED;
-            if (!(v & RW_REVOKING)) {
-                uint32_t e = at_load(rv(l), ACQ);
-                if (at_cas(s, &v, v + RW_PUNIT, RLX)) {
-                    rs->registered = true;
-                    rs->e0 = e;
-                    rs->ep0 = v & RW_EPOCH;
-                }
-                continue; /* look again before sleeping (seq first) */
+            if (at_cas64(s, &v, v + RW_PUNIT, RLX)) {
+                rs->registered = true;
+                rs->epoch = (uint32_t)(v >> 32);
             }
-            /* A revocation is under way: its end wakes the readers. */
+            continue; /* look again before sleeping (seq first) */
         }
         op->word = rq(l);
         op->expected = seq;
@@ -267,16 +260,17 @@ int sqf_rwlock_tryrdlock_slow_(sqf_rwlock *l)
 int sqf_rwlock_rdunlock_slow_(sqf_rwlock *l)
 {
     if (!l) return EINVAL;
-    sqf_word *s = st(l);
+    sqf_word64 *s = st(l);
     const bool shared = is_shared(l); /* read before we let anyone in */
-    uint32_t v = at_load(s, RLX);
+    uint64_t v = at_load64(s, RLX);
     do {
         if (readers_in(v) == 0) return EPERM;
-    } while (!at_cas(s, &v, v - RW_RUNIT, REL));
+    } while (!at_cas64(s, &v, v - RW_RUNIT, REL));
     /* The last reader out while a writer has the turn (and has claimed it)
      * wakes that writer, the only thread that sleeps on `state`.  Only the
      * address is passed: the writer may already own the lock. */
-    if (readers_in(v) == 1 && (v & (RW_WRITER | RW_HANDOFF)) == RW_WRITER) sqf_wake(s, 1, shared);
+    if (readers_in(v) == 1 && (v & (RW_WRITER | RW_HANDOFF)) == RW_WRITER)
+        sqf_wake(st_futex(l), 1, shared);
     return 0;
 }
 
@@ -288,35 +282,36 @@ int sqf_rwlock_rdunlock_slow_(sqf_rwlock *l)
  * to the next sleeping writer if there is one (the readers waiting behind
  * us then wait for it), otherwise by clearing WRITER, which releases every
  * waiting reader.  The last reader's wake-up is ours alone, and we consume
- * it only by finding READERS == 0 and taking the lock. */
-static int drain_step(struct sqf_waitop *op, uint32_t v)
+ * it only by finding READERS == 0 and taking the lock.  We sleep on the
+ * low half, which holds READERS. */
+static int drain_step(struct sqf_waitop *op, uint64_t v)
 {
     sqf_rwlock *l = op->u.rwlock.l;
-    sqf_word *s = st(l);
+    sqf_word64 *s = st(l);
     const bool shared = is_shared(l);
     int stop = op->u.rwlock.stop; /* the token stopped us: give the turn up as a time-out does */
     for (;;) {
         if (readers_in(v) == 0) return 0;
         if (stop || sqf_op_expired(op)) {
-            uint32_t want = (v & RW_WSLEEP) ? (v | RW_HANDOFF) : (v & ~RW_WRITER);
+            uint64_t want = (v & RW_WSLEEP) ? (v | RW_HANDOFF) : (v & ~(uint64_t)RW_WRITER);
             /* AR: on failure v is re-read with ACQ, and may show
              * READERS == 0, on which we return 0 holding the lock. */
-            if (!at_cas(s, &v, want, AR)) continue;
+            if (!at_cas64(s, &v, want, AR)) continue;
             if (want & RW_HANDOFF)
                 pass_turn(l, shared);
             else if (pending(v))
                 wake_readers(l, shared);
             return stop ? stop : ETIMEDOUT;
         }
-        op->word = s;
-        op->expected = v;
+        op->word = st_futex(l);
+        op->expected = (uint32_t)v;
         op->shared = shared;
         return SQF_OP_SLEEP;
     }
 }
 
 /* Take the turn we found free or were handed, then drain. */
-static int start_drain(struct sqf_waitop *op, uint32_t v)
+static int start_drain(struct sqf_waitop *op, uint64_t v)
 {
     op->u.rwlock.stage = RW_DRAIN;
     return drain_step(op, v);
@@ -324,15 +319,18 @@ static int start_drain(struct sqf_waitop *op, uint32_t v)
 
 /* Readers are owed their places (WRITER clear, PENDING > 0, as in v): has
  * none of them claimed one for SQF_RWLOCK_STALL_NS?  Progress is PENDING
- * shrinking (or another writer's revocation); the clock restarts on it.
- * *check is when to look again. */
-static bool owed_stalled(struct sqf_rwlock_wait_ *rs, uint32_t v, sqf_deadline *check)
+ * shrinking, a new release (the `readers` sequence moved) or another
+ * writer's revocation (EPOCH moved); the clock restarts on each, and on
+ * every look at a state that owes nothing.  *check is when to look again. */
+static bool owed_stalled(struct sqf_rwlock_wait_ *rs, uint64_t v, uint32_t rseq,
+                         sqf_deadline *check)
 {
-    uint32_t key = v & (RW_PMASK | RW_EPOCH);
+    uint64_t key = v & ~(uint64_t)(RW_LOCK & ~RW_PMASK); /* PENDING and EPOCH */
     sqf_deadline now = sqf_now();
-    if (!rs->owed_seen || key != rs->owed_key) {
+    if (!rs->owed_seen || key != rs->owed_key || rseq != rs->owed_rseq) {
         rs->owed_seen = true;
         rs->owed_key = key;
+        rs->owed_rseq = rseq;
         rs->owed_since = now;
     }
     *check = rs->owed_since + SQF_RWLOCK_STALL_NS;
@@ -340,33 +338,22 @@ static bool owed_stalled(struct sqf_rwlock_wait_ *rs, uint32_t v, sqf_deadline *
 }
 
 /* Take the turn from owed readers that have stalled (v as read with ACQ:
- * WRITER clear, PENDING > 0).  One CAS empties PENDING, advances EPOCH and
- * takes the turn with REVOKING set; then `revokes` is advanced, and only
- * then REVOKING cleared, so that a reader that registers (never while
- * REVOKING) reads a count that includes every revocation its CAS follows.
- * A revoked reader that is merely slow notices the change and arrives
- * again; one that died is simply no longer counted.  Readers asleep for
- * REVOKING are woken.  Returns false if the first CAS failed (v re-read). */
-static bool revoke_owed(sqf_rwlock *l, uint32_t *v, bool shared)
+ * WRITER clear, PENDING > 0): one CAS empties PENDING, advances EPOCH and
+ * takes the turn.  A revoked reader that is merely slow finds EPOCH moved
+ * when it looks again (its CASes compare it) and arrives again; one that
+ * died is simply no longer counted.  Released readers are awake (the
+ * release woke them), so nobody needs waking.  False if the CAS failed. */
+static bool revoke_owed(sqf_rwlock *l, uint64_t *v)
 {
-    sqf_word *s = st(l);
-    uint32_t want = (*v & ~(RW_PMASK | RW_EPOCH)) | ((*v + RW_EUNIT) & RW_EPOCH);
-    if (!at_cas(s, v, want | RW_WRITER | RW_REVOKING, ACQ)) return false;
-    at_add(rv(l), 1, REL);
-    uint32_t x = at_load(s, RLX);
-    /* AR: we go on to drain on the value we leave (readers may leave). */
-    while (!at_cas(s, &x, x & ~RW_REVOKING, AR)) {
-    }
-    *v = x & ~RW_REVOKING;
-    wake_readers(l, shared);
-    return true;
+    uint64_t want = ((*v & ~(uint64_t)RW_PMASK) | RW_WRITER) + RW_EUNIT;
+    return at_cas64(st(l), v, want, ACQ) ? (*v = want, true) : false;
 }
 
 int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
 {
     struct sqf_rwlock_wait_ *rs = &op->u.rwlock;
     sqf_rwlock *l = rs->l;
-    sqf_word *s = st(l);
+    sqf_word64 *s = st(l);
     if (how == SQF_OP_START) {
         rs->stage = RW_QUEUE;
         rs->stop = 0;
@@ -376,45 +363,54 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
     } else {
         op->deadline = rs->until; /* a stall check may have brought the sleep's forward */
         if (how == ECANCELED || how == ENOTSUP) rs->stop = how;
-        if (rs->stage == RW_DRAIN) return drain_step(op, at_load(s, ACQ));
+        if (rs->stage == RW_DRAIN) return drain_step(op, at_load64(s, ACQ));
         rs->woken = how == SQF_WAIT_WOKEN;
     }
     for (;;) {
         uint32_t seq = at_load(wq(l), ACQ);
-        uint32_t v = at_load(s, ACQ);
+        uint64_t v = at_load64(s, ACQ);
         if (!(v & RW_WRITER) && pending(v) == 0) {
             /* The turn is free.  With readers inside, take it only if we
              * may wait for them: a passed deadline means "try once", and
              * taking the turn only to give it back would stall readers. */
             if (readers_in(v) && sqf_op_expired(op)) {
-                v = at_load(s, ACQ); /* still free with readers inside? */
+                v = at_load64(s, ACQ); /* still free with readers inside? */
                 if (!(v & RW_WRITER) && pending(v) == 0 && readers_in(v)) return ETIMEDOUT;
                 continue;
             }
-            if (at_cas(s, &v, v | RW_WRITER, ACQ)) return start_drain(op, v | RW_WRITER);
+            if (at_cas64(s, &v, v | RW_WRITER, ACQ)) return start_drain(op, v | RW_WRITER);
             continue;
         }
         if (rs->woken && (v & RW_HANDOFF)) {
             /* The turn was passed to us: claim it whatever our deadline, so
              * that the hand-off is not lost; drain gives it up properly. */
-            if (at_cas(s, &v, v & ~RW_HANDOFF, ACQ)) return start_drain(op, v & ~RW_HANDOFF);
+            if (at_cas64(s, &v, v & ~(uint64_t)RW_HANDOFF, ACQ))
+                return start_drain(op, v & ~(uint64_t)RW_HANDOFF);
             continue;
         }
         /* Another writer has the turn, or released readers are owed theirs
          * (WRITER clear, PENDING > 0): sleep until a hand-off. */
         if (rs->stop) return rs->stop; /* not dequeued by a hand-off: nothing consumed */
         if (sqf_op_expired(op)) {
-            v = at_load(s, ACQ); /* still not ours to take? */
+            v = at_load64(s, ACQ); /* still not ours to take? */
             if (((v & RW_WRITER) || pending(v)) && !(rs->woken && (v & RW_HANDOFF)))
                 return ETIMEDOUT;
             continue;
         }
+        /* While readers are waiting or owed, look again every
+         * SQF_RWLOCK_STALL_NS: if the turn's end releases them and they
+         * never claim their places, no hand-off will come. */
         sqf_deadline check = SQF_FOREVER;
-        if (!(v & RW_WRITER) && owed_stalled(rs, v, &check)) {
-            if (revoke_owed(l, &v, is_shared(l))) return start_drain(op, v);
-            continue;
+        if (!(v & RW_WRITER)) {
+            if (owed_stalled(rs, v, at_load(rq(l), RLX), &check)) {
+                if (revoke_owed(l, &v)) return start_drain(op, v);
+                continue;
+            }
+        } else {
+            rs->owed_seen = false;
+            if (pending(v)) check = sqf_now() + SQF_RWLOCK_STALL_NS;
         }
-        if (!(v & RW_WSLEEP) && !at_cas(s, &v, v | RW_WSLEEP, RLX)) continue;
+        if (!(v & RW_WSLEEP) && !at_cas64(s, &v, v | RW_WSLEEP, RLX)) continue;
         op->word = wq(l);
         op->expected = seq;
         op->shared = is_shared(l);
@@ -444,10 +440,10 @@ int sqf_rwlock_wrlock_until(sqf_rwlock *l, sqf_deadline deadline, const sqf_canc
 int sqf_rwlock_trywrlock_slow_(sqf_rwlock *l)
 {
     if (!l) return EINVAL;
-    sqf_word *s = st(l);
-    uint32_t v = at_load(s, RLX);
-    while ((v & ~RW_EPOCH) == 0)
-        if (at_cas(s, &v, v | RW_WRITER, ACQ)) return 0;
+    sqf_word64 *s = st(l);
+    uint64_t v = at_load64(s, RLX);
+    while ((v & RW_LOCK) == 0)
+        if (at_cas64(s, &v, v | RW_WRITER, ACQ)) return 0;
     return EBUSY;
 }
 
@@ -459,17 +455,16 @@ int sqf_rwlock_trywrlock_slow_(sqf_rwlock *l)
 int sqf_rwlock_wrunlock_slow_(sqf_rwlock *l)
 {
     if (!l) return EINVAL;
-    sqf_word *s = st(l);
+    sqf_word64 *s = st(l);
     const bool shared = is_shared(l);
-    uint32_t v = at_load(s, RLX), want;
+    uint64_t v = at_load64(s, RLX), want;
     do {
-        if ((v & (RW_WRITER | RW_HANDOFF | RW_REVOKING)) != RW_WRITER || readers_in(v) != 0)
-            return EPERM;
+        if ((v & (RW_WRITER | RW_HANDOFF)) != RW_WRITER || readers_in(v) != 0) return EPERM;
         if (pending(v) == 0 && (v & RW_WSLEEP))
             want = v | RW_HANDOFF;
         else
-            want = v & ~RW_WRITER;
-    } while (!at_cas(s, &v, want, REL));
+            want = v & ~(uint64_t)RW_WRITER;
+    } while (!at_cas64(s, &v, want, REL));
     if (pending(v)) wake_readers(l, shared);
     if (want & RW_HANDOFF) pass_turn(l, shared);
     return 0;
@@ -482,9 +477,8 @@ int sqf_rwlock_init(sqf_rwlock *l, unsigned flags)
     if (!l || (flags & ~SQF_SHARED)) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
     at_store(wq(l), 0, RLX);
-    at_store(rv(l), 0, RLX);
     at_store(rq(l), (flags & SQF_SHARED) ? RW_SHARED : 0, RLX);
-    at_store(st(l), 0, REL);
+    at_store64(st(l), 0, REL);
     return 0;
 }
 
@@ -492,7 +486,7 @@ int sqf_rwlock_destroy(sqf_rwlock *l)
 {
     if (!l) return EINVAL;
     /* Held, drained for, waited for or owed: anything but EPOCH. */
-    return (at_load(st(l), ACQ) & ~RW_EPOCH) ? EBUSY : 0;
+    return (at_load64(st(l), ACQ) & RW_LOCK) ? EBUSY : 0;
 }
 
 /* The out-of-line forms of the header's inline fast paths (used from C++,

@@ -102,11 +102,7 @@ static inline sqf_word *sem_max(sqf_sem *s)
  * it for a semaphore that is already gone. */
 static inline sqf_word *sem_futex(sqf_sem *s)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return (sqf_word *)((char *)&s->state + 4);
-#else
-    return (sqf_word *)(void *)&s->state;
-#endif
+    return at_low_half(sem_state(s));
 }
 
 static inline uint32_t sem_value(uint64_t st)

@@ -120,8 +120,9 @@ struct sqf_waitop {
             sqf_rwlock *l;
             sqf_deadline until;      /* a writer's own deadline (op->deadline may be nearer) */
             sqf_deadline owed_since; /* a writer: since when owed readers have shown owed_key */
-            uint32_t owed_key;       /* their PENDING and EPOCH bits */
-            uint32_t e0, ep0; /* a registered reader: revocations, EPOCH when it registered */
+            uint64_t owed_key;       /* their PENDING and EPOCH */
+            uint32_t owed_rseq;      /* and the `readers` sequence */
+            uint32_t epoch;          /* a registered reader: EPOCH when it counted itself */
             int stage, stop;
             bool woken;      /* a queued writer returned from a wake-up */
             bool owed_seen;  /* owed_key and owed_since are set */

@@ -30,6 +30,7 @@
  * flag just before its wait, and the parent waits for the flag and then
  * for /proc/PID/stat to say S (sleeping). */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -358,17 +359,23 @@ static void read_forever(void)
     sqf_rwlock_rdlock(&shm->rw); /* killed asleep, waiting for the writer */
 }
 
-static uint32_t rw_state(void)
+static uint64_t rw_state(void)
 {
-    return atomic_load((_Atomic uint32_t *)&shm->rw.state);
+    return atomic_load(&shm->rw.state);
+}
+
+/* A fresh shared rwlock, write-locked by the caller. */
+static sqf_rwlock *held_rwlock(void)
+{
+    reset_flag();
+    CHECK_EQ(sqf_rwlock_init(&shm->rw, SQF_SHARED), 0);
+    CHECK_EQ(sqf_rwlock_wrlock(&shm->rw), 0);
+    return &shm->rw;
 }
 
 static void test_rwlock(void)
 {
-    reset_flag();
-    sqf_rwlock *rw = &shm->rw;
-    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
-    CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
+    sqf_rwlock *rw = held_rwlock();
     pid_t p = fork_child(read_forever);
     until_asleep(p, 1);
     kill_and_reap(p);
@@ -398,17 +405,21 @@ static void read_once(void)
     CHECK_EQ(sqf_rwlock_rdunlock(&shm->rw), 0);
 }
 
-static void test_rwlock_stopped_reader(void)
+/* A reader (read_once) asleep waiting, then stopped. */
+static pid_t stopped_reader(int count)
 {
-    reset_flag();
-    sqf_rwlock *rw = &shm->rw;
-    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
-    CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
-    shm->predicate = 1;
     pid_t p = fork_child(read_once);
-    until_asleep(p, 1);
+    until_asleep(p, count);
     CHECK_EQ(kill(p, SIGSTOP), 0);
     CHECK_EQ(waitpid(p, NULL, WUNTRACED), p);
+    return p;
+}
+
+static void test_rwlock_stopped_reader(void)
+{
+    sqf_rwlock *rw = held_rwlock();
+    shm->predicate = 1;
+    pid_t p = stopped_reader(1);
     CHECK_EQ(sqf_rwlock_wrunlock(rw), 0); /* releases the stopped reader */
     CHECK_EQ(sqf_rwlock_timedwrlock(rw, soon()), 0);
     shm->predicate = 2;
@@ -420,30 +431,22 @@ static void test_rwlock_stopped_reader(void)
     CHECK_EQ(sqf_rwlock_destroy(rw), 0); /* counted once: nothing owed or held */
 }
 
-/* A reader stopped through 16 revocations (EPOCH wraps back to the value it
- * registered in) still finds out that it was revoked (the full count in
- * `revokes`), and so does each of the 15 others revoked meanwhile: all get
- * in after the last writer, each counted once. */
-static void test_rwlock_epoch_wrap(void)
+/* A reader stopped through 16 revocations still finds out that it was
+ * revoked (EPOCH moved), and so does each of the 15 others revoked
+ * meanwhile: all get in after the last writer, each counted once. */
+static void test_rwlock_many_revocations(void)
 {
     enum { N = 16 };
-    _Static_assert(SQF_RWLOCK_EPOCH_ / SQF_RWLOCK_EUNIT_ + 1 == N, "N must wrap EPOCH");
-    reset_flag();
-    sqf_rwlock *rw = &shm->rw;
-    CHECK_EQ(sqf_rwlock_init(rw, SQF_SHARED), 0);
-    CHECK_EQ(sqf_rwlock_wrlock(rw), 0);
+    sqf_rwlock *rw = held_rwlock();
     shm->predicate = 1;
     pid_t p[N];
-    uint32_t epoch0 = rw_state() & SQF_RWLOCK_EPOCH_;
+    uint64_t epoch0 = rw_state() >> 32;
     for (int i = 0; i < N; i++) {
-        p[i] = fork_child(read_once);
-        until_asleep(p[i], i + 1);
-        CHECK_EQ(kill(p[i], SIGSTOP), 0);
-        CHECK_EQ(waitpid(p[i], NULL, WUNTRACED), p[i]);
+        p[i] = stopped_reader(i + 1);
         CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);            /* releases reader i, stopped */
         CHECK_EQ(sqf_rwlock_timedwrlock(rw, soon()), 0); /* revokes it */
     }
-    CHECK_EQ(rw_state() & SQF_RWLOCK_EPOCH_, epoch0); /* wrapped */
+    CHECK_EQ(rw_state() >> 32, epoch0 + N); /* one revocation each */
     CHECK_EQ(rw_state() & SQF_RWLOCK_PMASK_, 0);
     shm->predicate = 2;
     for (int i = 0; i < N; i++)
@@ -452,6 +455,91 @@ static void test_rwlock_epoch_wrap(void)
     CHECK_EQ(sqf_rwlock_wrunlock(rw), 0);
     for (int i = 0; i < N; i++)
         CHECK_EQ(exit_status(p[i]), 0);
+    CHECK_EQ(sqf_rwlock_destroy(rw), 0);
+}
+
+/* A writer already asleep for the turn when the release comes (it went to
+ * sleep while the dead reader's write phase ran) still revokes the dead
+ * reader's place: it looks again every SQF_RWLOCK_STALL_NS while readers
+ * wait, as no hand-off will come. */
+static sqf_deadline w_got_at;
+static int w_result;
+static void *timed_writer(void *arg)
+{
+    (void)arg;
+    w_result = sqf_rwlock_timedwrlock(&shm->rw, soon());
+    w_got_at = sqf_now();
+    if (w_result == 0) CHECK_EQ(sqf_rwlock_wrunlock(&shm->rw), 0);
+    return NULL;
+}
+
+static void test_rwlock_writer_asleep_before_release(void)
+{
+    sqf_rwlock *rw = held_rwlock();
+    pid_t p = fork_child(read_forever);
+    until_asleep(p, 1);
+    kill_and_reap(p);
+    pthread_t w;
+    CHECK_EQ(pthread_create(&w, NULL, timed_writer, NULL), 0);
+    sqf_deadline stop = soon();
+    while (!(rw_state() & SQF_RWLOCK_WSLEEP_) && sqf_now() < stop)
+        pause_ms(1);
+    pause_ms(20); /* asleep on `writers` */
+    sqf_deadline released = sqf_now();
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0); /* releases the dead reader; no hand-off */
+    pthread_join(w, NULL);
+    CHECK_EQ(w_result, 0);
+    CHECK(w_got_at - released >= SQF_RWLOCK_STALL_NS);
+    CHECK_EQ(sqf_rwlock_destroy(rw), 0);
+}
+
+/* A writer's stall clock restarts with every release: a writer that saw
+ * one batch owed does not revoke the next batch (released by another
+ * writer just before its clock ran out) before that batch, too, has had
+ * SQF_RWLOCK_STALL_NS. */
+static atomic_int w1_has, w1_go;
+static sqf_deadline second_release;
+static void *first_writer(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(sqf_rwlock_timedwrlock(&shm->rw, soon()), 0);
+    atomic_store(&w1_has, 1);
+    while (!atomic_load(&w1_go))
+        pause_ms(1);
+    second_release = sqf_now();
+    CHECK_EQ(sqf_rwlock_wrunlock(&shm->rw), 0); /* releases the second (stopped) reader */
+    return NULL;
+}
+
+static void test_rwlock_stall_clock_restarts(void)
+{
+    sqf_rwlock *rw = held_rwlock();
+    shm->predicate = 2; /* read_once's check */
+    atomic_store(&w1_has, 0);
+    atomic_store(&w1_go, 0);
+    pid_t c1 = stopped_reader(1);
+    pthread_t t1, t2;
+    CHECK_EQ(pthread_create(&t1, NULL, first_writer, NULL), 0);
+    pause_ms(50); /* the first writer is asleep, first in the writers' queue */
+    CHECK_EQ(sqf_rwlock_wrunlock(rw), 0); /* c1 owed */
+    sqf_deadline t0 = sqf_now();
+    CHECK_EQ(pthread_create(&t2, NULL, timed_writer, NULL), 0);
+    pause_ms(20); /* the second writer has seen c1 owed and sleeps till about t0 + STALL */
+    CHECK_EQ(kill(c1, SIGCONT), 0); /* c1 claims and hands the turn to the first writer */
+    sqf_deadline stop = soon();
+    while (!atomic_load(&w1_has) && sqf_now() < stop)
+        pause_ms(1);
+    CHECK_EQ(exit_status(c1), 0);
+    pid_t c2 = stopped_reader(2); /* waits in the first writer's phase */
+    while (sqf_now() < t0 + SQF_RWLOCK_STALL_NS * 9 / 10)
+        pause_ms(1);
+    atomic_store(&w1_go, 1);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    CHECK_EQ(w_result, 0);                                   /* the second writer revoked c2 ... */
+    CHECK(w_got_at - second_release >= SQF_RWLOCK_STALL_NS); /* ... only after a full stall */
+    CHECK_EQ(kill(c2, SIGCONT), 0);
+    CHECK_EQ(exit_status(c2), 0);
     CHECK_EQ(sqf_rwlock_destroy(rw), 0);
 }
 
@@ -513,7 +601,9 @@ int main(void)
     test_once();
     test_rwlock();
     test_rwlock_stopped_reader();
-    test_rwlock_epoch_wrap();
+    test_rwlock_many_revocations();
+    test_rwlock_writer_asleep_before_release();
+    test_rwlock_stall_clock_restarts();
     test_rwlock_writers();
     munmap(shm, sizeof *shm);
     return check_done();

@@ -259,10 +259,10 @@ static void batch_round(int n)
     batch = started;
     sqf_deadline stop_at = sqf_after(10 * SQF_SEC);
     uint32_t want = (uint32_t)started * SQF_RWLOCK_PENDING_;
-    while ((at_load((sqf_word *)&lock.state, SC) & SQF_RWLOCK_PMASK_) != want &&
+    while ((at_load64((sqf_word64 *)&lock.state, SC) & SQF_RWLOCK_PMASK_) != want &&
            sqf_now() < stop_at)
         usleep(500);
-    CHECK_EQ(at_load((sqf_word *)&lock.state, SC) & SQF_RWLOCK_PMASK_, want);
+    CHECK_EQ(at_load64((sqf_word64 *)&lock.state, SC) & SQF_RWLOCK_PMASK_, want);
     CHECK_EQ(sqf_rwlock_wrunlock(&lock), 0); /* one release for all */
     for (int i = 0; i < started; i++)
         pthread_join(t[i], NULL);

@@ -1506,8 +1506,8 @@ static void test_unlock_misuse(void)
         usleep(100);
     }
     EXPECT(e, EBUSY);
-    uint32_t s0 = atomic_load(&F.rw.state), r0 = atomic_load(&F.rw.readers),
-             w0 = atomic_load(&F.rw.writers);
+    uint64_t s0 = atomic_load(&F.rw.state);
+    uint32_t r0 = atomic_load(&F.rw.readers), w0 = atomic_load(&F.rw.writers);
     EXPECT(sqf_rwlock_wrunlock(&F.rw), EPERM);
     EXPECT(sqf_rwlock_destroy(&F.rw), EBUSY);
     EXPECT(sqf_rwlock_trywrlock(&F.rw), EBUSY);

@@ -1,4 +1,4 @@
-/* squarefree/rwlock.h: a readers/writer lock in four 32-bit words, with no
+/* squarefree/rwlock.h: a readers/writer lock in sixteen bytes, with no
  * starvation of either side.
  *
  * What it is for: shared state that many threads read and few write, as
@@ -72,8 +72,12 @@
  *   the places still owed and takes the turn.  A revoked reader that was
  *   merely slow to be scheduled finds out when it runs and waits again, for
  *   the next write phase to end; one whose process died is no longer
- *   counted (see Processes).  A revocation costs the writer that long, and
- *   the revoked readers one more write phase.
+ *   counted (see Processes).  A revocation costs the writer up to twice
+ *   that long, and the revoked readers one more write phase.  A reader that
+ *   always takes longer than that to run after its wake-up (an event loop
+ *   that dispatches less often, a process throttled by a CPU quota) may be
+ *   revoked at every write phase while writers keep coming: the bound on
+ *   its wait holds only for readers that run within SQF_RWLOCK_STALL_NS.
  * - Writers among themselves are served in the order they went to sleep
  *   (the kernel's FIFO queue; the portable backend is FIFO too): an unlock
  *   hands the writer's turn directly to the first sleeping writer, and no
@@ -84,11 +88,15 @@
  *   for that writer, as they would have anyway), and otherwise lets the
  *   waiting readers in, as an unlock does.
  *
- * How it waits: no spinning and no polling.  Waiting readers sleep on the
- * `readers` word, writers waiting for their turn on `writers`, and the one
- * writer that has the turn and waits for readers to leave sleeps on `state`
- * itself.  Each kind of waiter thus has a futex queue of its own, which
- * makes every wake-up exact.
+ * How it waits: no spinning.  Waiting readers sleep on the `readers` word,
+ * writers waiting for their turn on `writers`, and the one writer that has
+ * the turn and waits for readers to leave sleeps on `state` itself.  Each
+ * kind of waiter thus has a futex queue of its own, which makes every
+ * wake-up exact.  The one poll: a writer asleep while readers wait or are
+ * owed their places looks again every SQF_RWLOCK_STALL_NS (to revoke
+ * readers that will never claim), and rejoins the writers' queue at its
+ * end when it does; so writers are served first come, first served among
+ * waits shorter than that.
  *
  * Wake-ups: wrunlock makes one kernel call: a FUTEX_WAKE of all waiting
  * readers (each then claims its place with one CAS, and the last of them
@@ -98,10 +106,7 @@
  * of 1).  A writer giving up makes one call (readers, or the next writer).
  * Releasing a batch of k readers thus costs the waker O(1) calls and the
  * readers O(k) wake-ups in total, and no woken thread waits for another to
- * be scheduled.  While released readers are owed their places, a writer
- * waiting for them wakes every SQF_RWLOCK_STALL_NS to see whether they still
- * make progress; a revocation makes one more FUTEX_WAKE of all waiting
- * readers.  The exception is a hand-off
+ * be scheduled.  The exception is a hand-off
  * that finds no writer asleep (WSLEEP was stale: its writer timed out, or
  * the last writer of a run had kept it set for possible others): the turn
  * is then revoked, which costs two more calls, and writers that went to
@@ -118,10 +123,11 @@
  * Processes: with SQF_SHARED it works between processes in shared memory.
  * What a process that dies leaves behind:
  * - asleep waiting to read: it stays counted in PENDING until the write
- *   phase it waits for ends, then never claims its place; the first writer
- *   that waits after that revokes it (as a stalled reader, see Fairness),
- *   SQF_RWLOCK_STALL_NS later.  Until a writer waits, trywrlock and destroy
- *   return EBUSY; nothing else is delayed (readers get in meanwhile).
+ *   phase it waits for ends, then never claims its place; a writer that
+ *   waits (already asleep, or arriving later) revokes it as a stalled
+ *   reader (see Fairness), SQF_RWLOCK_STALL_NS to twice that later.  Until
+ *   a writer waits, trywrlock and destroy return EBUSY; readers still get
+ *   in meanwhile.
  * - asleep waiting for the writer's turn: a stale WSLEEP (a hand-off that
  *   finds nobody is revoked: two futile system calls once).
  * - holding it (read or write): held for good, as with a mutex whose owner
@@ -129,16 +135,15 @@
  *   and waits for the readers inside to leave (it is the next holder, and
  *   the readers behind it wait for it), and a writer killed after a
  *   hand-off woke it but before it ran (the turn was already its own).
- * - killed inside a revocation (a few instructions between two CASes that
- *   set and clear REVOKING): the lock stays with that writer, as above.
  * So between processes that may be killed while they hold it, prefer
  * sqf_robust_mutex (robust.h), or re-initialise the lock once no live
  * process uses it.
  *
- * State word (`state`) invariants (bits, meaning):
+ * State word (`state`, 64 bits) invariants (bits, meaning):
  *   WRITER   (1<<0)  a writer has the turn.  It holds the lock exactly when
- *                    READERS == 0 and HANDOFF and REVOKING are clear; before
- *                    that it waits (asleep on `state`) for READERS to drain.
+ *                    READERS == 0 and HANDOFF is clear; before that it waits
+ *                    (asleep on the low half of `state`) for READERS to
+ *                    drain.
  *                    While set, arriving readers wait (PENDING) and arriving
  *                    writers sleep on `writers`.  Set by a writer taking a
  *                    free turn (READERS may be > 0, PENDING must be 0), by a
@@ -157,17 +162,8 @@
  *                    which clears WSLEEP and wakes any writer that fell
  *                    asleep meanwhile.  Never set while WRITER and PENDING
  *                    are both clear.
- *   REVOKING (1<<3)  only with WRITER: a writer is revoking the places of
- *                    stalled owed readers.  Set by the CAS that empties
- *                    PENDING and takes the turn, cleared by that writer once
- *                    it has advanced `revokes`.  Readers do not count
- *                    themselves in PENDING while it is set (they sleep on
- *                    `readers` until its end wakes them).
- *   EPOCH    (bits 4..7)  the revocation count, mod 16, advanced by the CAS
- *                    that sets REVOKING: a waiting reader whose EPOCH (or
- *                    `revokes`) moved since it counted itself is no longer
- *                    counted.
- *   PENDING  (bits 8..19)   readers waiting to get in.  With WRITER set they
+ *   (bit 3 is always 0.)
+ *   PENDING  (bits 4..17)   readers waiting to get in.  With WRITER set they
  *                    wait (asleep on `readers`) for the turn to end; with
  *                    WRITER clear they are owed their places (released by a
  *                    wrunlock, a writer that gave up or a revoked hand-off)
@@ -175,18 +171,20 @@
  *                    writer may take the turn until PENDING is 0, or until a
  *                    waiting writer revokes them after SQF_RWLOCK_STALL_NS
  *                    with no progress.
- *   READERS  (bits 20..31)  readers holding the lock.
+ *   READERS  (bits 18..31)  readers holding the lock.
+ *   EPOCH    (bits 32..63)  the number of revocations (mod 2^32), advanced
+ *                    by the CAS that empties PENDING and takes the turn from
+ *                    stalled owed readers.  A waiting reader remembers the
+ *                    EPOCH it counted itself in; once it has moved, the
+ *                    reader is no longer counted, and every CAS it makes
+ *                    compares EPOCH too.
  *   READERS + PENDING <= SQF_RWLOCK_MAX_READERS.  Idle is any EPOCH with
- *   every other bit clear; the all-zero initialiser is valid.
+ *   the low half 0; the all-zero initialiser is valid.
  * `readers`: bit 0 SHARED (set by init, never changed); bits 1..31 a count
- *   advanced (by 2) after every release of waiting readers and every
- *   revocation, so that a reader about to sleep notices one that happened
- *   since it looked.
+ *   advanced (by 2) after every release of waiting readers, so that a reader
+ *   about to sleep notices one that happened since it looked.
  * `writers`: a count advanced after every hand-off of the turn (and every
  *   revoked one), likewise for writers about to sleep.
- * `revokes`: the number of revocations (mod 2^32), advanced by each before
- *   it clears REVOKING.  A reader reads it after the state it counts itself
- *   on, so a sleep of any length cannot hide a revocation from it.
  */
 #ifndef SQUAREFREE_RWLOCK_H
 #define SQUAREFREE_RWLOCK_H
@@ -197,36 +195,33 @@
 SQF_BEGIN_DECLS
 
 typedef struct sqf_rwlock {
-    SQF_WORD state;   /* the lock: see the invariants above */
+    SQF_WORD64 state; /* the lock (low half) and EPOCH: see the invariants above */
     SQF_WORD readers; /* waiting readers sleep here; bit 0: SHARED */
     SQF_WORD writers; /* writers waiting for the turn sleep here */
-    SQF_WORD revokes; /* revocations of stalled readers' places */
 } sqf_rwlock;
 
 /** A statically initialised, unlocked, process-private lock (all zero). */
 #define SQF_RWLOCK_INIT                                                                            \
     {                                                                                              \
-        0, 0, 0, 0                                                                                 \
+        0, 0, 0                                                                                    \
     }
 
 /** The most readers that may hold or wait for the lock at once. */
-#define SQF_RWLOCK_MAX_READERS 4095u
+#define SQF_RWLOCK_MAX_READERS 16383u
 
 /** How long a waiting writer lets released readers go without one of them
  *  claiming its place before it revokes their places (see Fairness). */
 #define SQF_RWLOCK_STALL_NS 200000000
 
 /* State word bits (the full table is above); not for direct use. */
-#define SQF_RWLOCK_WRITER_   1u
-#define SQF_RWLOCK_HANDOFF_  2u
-#define SQF_RWLOCK_WSLEEP_   4u
-#define SQF_RWLOCK_REVOKING_ 8u
-#define SQF_RWLOCK_EUNIT_    (1u << 4)     /* one revocation */
-#define SQF_RWLOCK_EPOCH_    (0xfu << 4)   /* all of EPOCH */
-#define SQF_RWLOCK_PENDING_  (1u << 8)     /* one waiting reader */
-#define SQF_RWLOCK_PMASK_    (0xfffu << 8) /* all of PENDING */
-#define SQF_RWLOCK_READER_   (1u << 20)    /* one holding reader */
-#define SQF_RWLOCK_RFULL_    (SQF_RWLOCK_MAX_READERS << 20)
+#define SQF_RWLOCK_WRITER_  1u
+#define SQF_RWLOCK_HANDOFF_ 2u
+#define SQF_RWLOCK_WSLEEP_  4u
+#define SQF_RWLOCK_PENDING_ (1u << 4)      /* one waiting reader */
+#define SQF_RWLOCK_PMASK_   (0x3fffu << 4) /* all of PENDING */
+#define SQF_RWLOCK_READER_  (1u << 18)     /* one holding reader */
+#define SQF_RWLOCK_RFULL_   (SQF_RWLOCK_MAX_READERS << 18)
+#define SQF_RWLOCK_EUNIT_   (1ull << 32) /* one revocation */
 
 /** Initialise *l unlocked.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
  *  only for SQF_SHARED or to reuse memory; zeroed memory is a valid lock.
@@ -268,8 +263,8 @@ SQF_API int sqf_rwlock_wrunlock_slow_(sqf_rwlock *l);
  * owed a place (PENDING == 0) and the count has room. */
 static inline int sqf_rwlock_rtake_(sqf_rwlock *l)
 {
-    uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
-    return (v & (SQF_RWLOCK_WRITER_ | SQF_RWLOCK_PMASK_)) == 0 && v < SQF_RWLOCK_RFULL_ &&
+    uint64_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+    return (v & (SQF_RWLOCK_WRITER_ | SQF_RWLOCK_PMASK_)) == 0 && (uint32_t)v < SQF_RWLOCK_RFULL_ &&
            atomic_compare_exchange_strong_explicit(&l->state, &v, v + SQF_RWLOCK_READER_,
                                                    memory_order_acquire, memory_order_relaxed);
 }
@@ -277,8 +272,8 @@ static inline int sqf_rwlock_rtake_(sqf_rwlock *l)
 /* One CAS: a writer gets in at once if the lock is idle (EPOCH only). */
 static inline int sqf_rwlock_wtake_(sqf_rwlock *l)
 {
-    uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
-    return (v & ~SQF_RWLOCK_EPOCH_) == 0 &&
+    uint64_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+    return (uint32_t)v == 0 &&
            atomic_compare_exchange_strong_explicit(&l->state, &v, v | SQF_RWLOCK_WRITER_,
                                                    memory_order_acquire, memory_order_relaxed);
 }
@@ -312,10 +307,11 @@ static inline int sqf_rwlock_timedrdlock(sqf_rwlock *l, sqf_deadline deadline)
 static inline int sqf_rwlock_rdunlock(sqf_rwlock *l)
 {
     if (SQF_LIKELY(l != NULL)) {
-        uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+        uint64_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+        uint32_t lo = (uint32_t)v;
         /* Not the last reader, or the last with no writer waiting for it. */
-        if ((v >= 2 * SQF_RWLOCK_READER_ ||
-             (v >= SQF_RWLOCK_READER_ && !(v & SQF_RWLOCK_WRITER_))) &&
+        if ((lo >= 2 * SQF_RWLOCK_READER_ ||
+             (lo >= SQF_RWLOCK_READER_ && !(lo & SQF_RWLOCK_WRITER_))) &&
             atomic_compare_exchange_strong_explicit(&l->state, &v, v - SQF_RWLOCK_READER_,
                                                     memory_order_release, memory_order_relaxed))
             return 0;
@@ -353,9 +349,10 @@ static inline int sqf_rwlock_timedwrlock(sqf_rwlock *l, sqf_deadline deadline)
 static inline int sqf_rwlock_wrunlock(sqf_rwlock *l)
 {
     if (SQF_LIKELY(l != NULL)) {
-        uint32_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
-        if ((v & ~SQF_RWLOCK_EPOCH_) == SQF_RWLOCK_WRITER_ &&
-            atomic_compare_exchange_strong_explicit(&l->state, &v, v & SQF_RWLOCK_EPOCH_,
+        uint64_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+        if ((uint32_t)v == SQF_RWLOCK_WRITER_ &&
+            atomic_compare_exchange_strong_explicit(&l->state, &v,
+                                                    v & ~(uint64_t)SQF_RWLOCK_WRITER_,
                                                     memory_order_release, memory_order_relaxed))
             return 0;
     }
