@@ -138,19 +138,18 @@ int sqf_queue_destroy(sqf_queue *q)
  * EPIPE (closed). */
 static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
 {
-    const uint64_t lap = q_lap(q);
     uint64_t t = at_load64(q_tail(q), ACQ); /* ACQ: an EPIPE acquires the close */
     for (;;) {
         if (t & Q_CLOSED) return EPIPE;
         /* ACQ: the pop that freed the slot has finished copying out. */
         uint64_t s = at_load64(stamp_of(q, t), ACQ);
         if (s != t) {
-            if (s + lap == t + 1) {
-                /* The slot holds last lap's item: full, unless a pop has
-                 * taken it and is still copying it out. */
-                return EBUSY;
-            }
-            t = at_load64(q_tail(q), ACQ); /* another push took t: look again */
+            /* Behind t: the slot still holds last lap's item (full), or a
+             * pop of it, or last lap's push into it, is still copying.
+             * Never wait for that here: the thread doing it may be
+             * preempted; the caller sleeps until its pop wakes it. */
+            if (s < t) return EBUSY;
+            t = at_load64(q_tail(q), ACQ); /* ahead: another push took t: look again */
             continue;
         }
         /* Count the free slots from t on (each stays free until its
@@ -184,15 +183,18 @@ static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
         /* ACQ: the push that published the slot has finished copying in. */
         uint64_t s = at_load64(stamp_of(q, h), ACQ);
         if (s != h + 1) {
-            if (s == h) {
-                /* Not published: empty, or a push is still copying in.
-                 * SC: a close or push before our look at the tail is seen. */
+            if (s < h + 1) {
+                /* Not published for h: empty, or a push into the slot (or
+                 * last lap's pop out of it) is still copying; never wait
+                 * for that here (see ring_push).  Empty and closed is
+                 * EPIPE.  SC: a close or push before our look at the tail
+                 * is seen. */
                 at_fence(SC);
                 uint64_t t = at_load64(q_tail(q), ACQ);
                 if ((t & ~Q_CLOSED) == h) return (t & Q_CLOSED) ? EPIPE : EBUSY;
                 return EBUSY;
             }
-            h = at_load64(q_head(q), RLX); /* another pop took h */
+            h = at_load64(q_head(q), RLX); /* ahead: another pop took h */
             continue;
         }
         size_t c = 1;
