@@ -2,7 +2,9 @@
  * memory, between processes: mutual exclusion on a plain counter (mutex,
  * rwlock), a producer and consumers (cond), permits conserved (sem), wake-all
  * of 200 processes (event, latch, countdown), barrier phases, a once run by
- * exactly one of 50 racing processes, and a segment from shm_open used by an
+ * exactly one of 50 racing processes, a queue between 4 producer and 4
+ * consumer processes (each item once, in order per producer, close ends
+ * the consumers), and a segment from shm_open used by an
  * exec'ed child (not only fork).  With the portable wait backend, which
  * cannot share, every SQF_SHARED init must return ENOTSUP.
  *
@@ -442,6 +444,76 @@ static void test_shm_open_exec(const char *self)
 
 /* --- the portable backend cannot share ----------------------------------------------- */
 
+/* --- queue: 4 producer and 4 consumer processes, capacity 8 ------------------------ */
+
+#define QP 4
+#define QN 2000 /* items per producer */
+struct qshared {
+    atomic_int left; /* producers not yet done: the last one closes */
+    atomic_long sum, count;
+    _Alignas(64) char q[]; /* the queue: sqf_queue_bytes(8, sizeof(long)) */
+};
+
+static void qproducer(int i, void *arg)
+{
+    struct qshared *s = arg;
+    sqf_queue *q = (sqf_queue *)(void *)s->q;
+    for (long k = 0; k < QN; k += 2) { /* pairs with push_n, as many as fit */
+        long two[2] = {i * QN + k + 1, i * QN + k + 2};
+        size_t done = 0;
+        while (done < 2) {
+            size_t n = 0;
+            CHECK_EQ(sqf_queue_push_n(q, two + done, 2 - done, &n, soon(), NULL), 0);
+            if (n == 0) break;
+            done += n;
+        }
+    }
+    if (atomic_fetch_sub(&s->left, 1) == 1) CHECK_EQ(sqf_queue_close(q), 0);
+}
+
+static void qconsumer(int i, void *arg)
+{
+    (void)i;
+    struct qshared *s = arg;
+    sqf_queue *q = (sqf_queue *)(void *)s->q;
+    long v, last[QP] = {0};
+    int e;
+    while ((e = sqf_queue_pop_until(q, &v, soon(), NULL)) == 0) {
+        long p = (v - 1) / QN;
+        CHECK(p >= 0 && p < QP);
+        if (p < 0 || p >= QP) break;
+        CHECK(v > last[p]); /* each producer's items in its order */
+        last[p] = v;
+        atomic_fetch_add(&s->sum, v);
+        atomic_fetch_add(&s->count, 1);
+    }
+    CHECK_EQ(e, EPIPE);
+}
+
+static void test_queue(void)
+{
+    size_t bytes = sizeof(struct qshared) + sqf_queue_bytes(8, sizeof(long));
+    struct qshared *s = shared_memory(bytes);
+    if (!s) return;
+    sqf_queue *q = (sqf_queue *)(void *)s->q;
+    CHECK_EQ(sqf_queue_init(q, 8, sizeof(long), SQF_SHARED), 0);
+    atomic_store(&s->left, QP);
+    spawn(QP, qproducer, s);
+    int nprod = forked;
+    pid_t prod[QP];
+    for (int i = 0; i < nprod; i++)
+        prod[i] = pids[i];
+    spawn(QP, qconsumer, s);
+    for (int i = 0; i < nprod; i++)
+        pids[forked++] = prod[i];
+    reap();
+    long n = (long)QP * QN;
+    CHECK_EQ(atomic_load(&s->count), n); /* each item once */
+    CHECK_EQ(atomic_load(&s->sum), n * (n + 1) / 2);
+    CHECK_EQ(sqf_queue_destroy(q), 0);
+    munmap(s, bytes);
+}
+
 static void test_refused(void)
 {
     sqf_mutex m;
@@ -462,6 +534,9 @@ static void test_refused(void)
     CHECK_EQ(sqf_countdown_init(&cd, 1, SQF_SHARED), ENOTSUP);
     CHECK_EQ(sqf_barrier_init(&b, 2, SQF_SHARED), ENOTSUP);
     CHECK_EQ(sqf_rwlock_init(&rw, SQF_SHARED), ENOTSUP);
+    _Alignas(64) char qmem[512];
+    CHECK(sqf_queue_bytes(2, 8) <= sizeof qmem);
+    CHECK_EQ(sqf_queue_init((sqf_queue *)(void *)qmem, 2, 8, SQF_SHARED), ENOTSUP);
 }
 
 int main(int argc, char **argv)
@@ -478,6 +553,7 @@ int main(int argc, char **argv)
     test_wake_all();
     test_barrier();
     test_once();
+    test_queue();
     test_shm_open_exec(argv[0]);
     return check_done();
 }
