@@ -42,8 +42,11 @@
  *   n == 0 for the batch forms; a queue not initialised (zeroed memory is
  *   not a queue: its capacity is 0).
  * - ENOTSUP: SQF_SHARED with a wait backend that cannot share (portable).
- * - EBUSY: trypush found the queue full, trypop found it empty; destroy
- *   found a thread inside a blocking push or pop.
+ * - EBUSY: trypush found no room, trypop found no item; destroy found a
+ *   thread inside a blocking push or pop.  "No item" includes an item whose
+ *   push has taken its position but not yet returned (it is still copying
+ *   in), even if later pushes have returned; "no room" likewise includes a
+ *   slot whose pop is still copying out (see Progress).
  * - ETIMEDOUT: the deadline passed first.  A deadline already past means
  *   "try once"; a call whose deadline passes just as room or an item
  *   appears may take it and return 0.
@@ -72,7 +75,9 @@
  * item and then publishes it; a thread preempted in between holds up the
  * consumers (producers) that reach that slot until it runs again, though
  * not the other slots' producers.  That is the price of a ring without a
- * lock; the window is one memcpy.
+ * lock; the window is one memcpy.  Nobody spins on such a slot: a pop that
+ * reaches it sleeps (or trypop returns EBUSY) until the push publishes and
+ * wakes it.
  *
  * How it waits: a push that finds the queue full (a pop that finds it
  * empty) spins briefly, then counts itself in `psleep` (`csleep`) and
