@@ -14,7 +14,8 @@ PACKAGES=(
     cmake ninja-build pkg-config   # build system; pkg-config for the install check
     valgrind                       # callgrind instruction counts (BENCHMARKS.md U1)
     clang-format                   # the project's formatting
-    libck-dev                      # Concurrency Kit: the MCS lock compared in sqbench C1/C2
+    libck-dev                      # Concurrency Kit: the MCS lock (C1/C2) and ck_ring (Q1) in sqbench
+    libconcurrentqueue-dev         # moodycamel::BlockingConcurrentQueue, a queue peer in sqbench Q1/Q2
     liburing-dev                   # io_uring: the event-loop backend (sqf_loop)
     libuv1-dev                     # libuv: examples/loop_libuv.c, sqbench W2 peers
     python3-matplotlib             # sqbench plots

@@ -216,12 +216,16 @@ static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
 }
 
 /* After k items (slots) were published (freed): wake up to k of the other
- * side's sleepers, if any is counted.  SC fence: see the file comment. */
+ * side's sleepers, if any is counted.  SC fence: see the file comment.
+ * Consumers on a closed queue are all woken: one that went back to sleep
+ * after the close's wake-up (an item was still being copied in) may find
+ * the queue drained by this item's consumer, and must see EPIPE. */
 static void wake_side(sqf_queue *q, sqf_word *sleep, sqf_word *seq, size_t k)
 {
     at_fence(SC);
     uint32_t s = at_load(sleep, RLX);
     if (!s) return;
+    if (seq == (sqf_word *)&q->cseq_ && (at_load64(q_tail(q), RLX) & Q_CLOSED)) k = s;
     at_add(seq, 1, REL);
     sqf_wake(seq, k < s ? (int)k : (int)(s > INT_MAX ? INT_MAX : s), q_shared(q));
 }

@@ -150,6 +150,42 @@ static const char *check_close(void)
     return all_once(2, 1);
 }
 
+/* Close while another producer's push is in flight: consumers that went
+ * back to sleep after the close's wake-up (the queue was not yet empty: an
+ * item still being copied in) must all be woken again once it is. */
+static int pushed_late;
+static void setup_close_inflight(void)
+{
+    reset(2);
+    pushed_late = 0;
+}
+
+static void body_close_inflight(int id, void *arg)
+{
+    (void)arg;
+    if (id == 0) {
+        EXPLORE_REQUIRE(sqf_queue_push(q, &(int){0}) == 0);
+        EXPLORE_REQUIRE(sqf_queue_close(q) == 0);
+    } else if (id == 1) {
+        int r = sqf_queue_push(q, &(int){4});
+        EXPLORE_REQUIRE(r == 0 || r == EPIPE);
+        pushed_late = r == 0;
+    } else {
+        int v, r;
+        while ((r = sqf_queue_pop(q, &v)) == 0)
+            got(id - 2, v);
+        EXPLORE_REQUIRE(r == EPIPE);
+        epipes++;
+    }
+}
+
+static const char *check_close_inflight(void)
+{
+    if (epipes != 3) return "a consumer did not get EPIPE";
+    if (popped[4] != pushed_late) return "the late push was lost or popped twice";
+    return all_once(1, 1);
+}
+
 /* --- time-outs racing hand-offs --- */
 static void setup_timed(void)
 {
@@ -191,6 +227,8 @@ int main(void)
          0},
         {"queue close racing 2 sleeping consumers", 3, setup_close, body_close, check_close, 6000,
          0},
+        {"queue close while a push is in flight, 3 consumers", 5, setup_close_inflight,
+         body_close_inflight, check_close_inflight, 8000, 0},
         {"queue a timed consumer beside a blocking one", 3, setup_timed, body_timed, check_timed,
          8000, 100},
     };

@@ -46,6 +46,8 @@ static const struct experiment experiments[] = {
     {"c1", "contention", "lock contention against hold fraction (Preshing)", sb_run_c1},
     {"c2", "contention", "lock contention against lock frequency", sb_run_c2},
     {"o1", "oversubscription", "throughput and fairness, 1-256 threads", sb_run_o1},
+    {"q1", "queue", "queue throughput, 1-64 producer/consumer pairs", sb_run_q1},
+    {"q2", "queue", "n consumers asleep on an empty queue, one producer pushes n", sb_run_q2},
 };
 #define NEXP ((int)(sizeof experiments / sizeof experiments[0]))
 

@@ -126,6 +126,9 @@ static inline int sb_timed_stop(void)
 void sb_timed_begin(void);
 int64_t sb_timed_run(int n, void *(*fn)(void *), void *args, size_t stride, double seconds,
                      const char *what);
+/* CPU time (user + system, whole process) spent between the release and the
+ * stop flag of the last sb_timed_run. */
+extern int64_t sb_timed_cpu_ns;
 
 /* --- the experiments ----------------------------------------------------------- */
 /* Each returns 0 on success (targets missed are still success). */
@@ -143,6 +146,8 @@ int sb_run_w1(void);
 int sb_run_w2(void);
 int sb_run_w2c(void);
 int sb_run_o1(void);
+int sb_run_q1(void);
+int sb_run_q2(void);
 /* U1's inner loop under valgrind: `sqbench u1-inner VARIANT ITER`. */
 int sb_u1_inner(int argc, char **argv);
 

@@ -9,12 +9,23 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "sqbench.h"
 
 atomic_int sb_timed_stop_flag;
+int64_t sb_timed_cpu_ns;
 static pthread_barrier_t gate;
+
+/* CPU time (user + system) of the whole process so far. */
+static int64_t cpu_ns(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return ((int64_t)u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000000 +
+           ((int64_t)u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1000;
+}
 
 void sb_timed_begin(void)
 {
@@ -37,12 +48,14 @@ int64_t sb_timed_run(int n, void *(*fn)(void *), void *args, size_t stride, doub
                     what, i + 1, n, strerror(e));
     }
     pthread_barrier_wait(&gate);
+    int64_t c0 = cpu_ns();
     int64_t t0 = sb_now_ns();
     struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
     atomic_store(&sb_timed_stop_flag, 1);
     int64_t t1 = sb_now_ns();
+    sb_timed_cpu_ns = cpu_ns() - c0;
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
     pthread_barrier_destroy(&gate);
