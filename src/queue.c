@@ -116,8 +116,10 @@ int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned fla
         at_store64(stamp_of(q, i), i, RLX);
     at_store((sqf_word *)&q->csleep_, 0, RLX);
     at_store((sqf_word *)&q->cseq_, 0, RLX);
+    at_store((sqf_word *)&q->cwoken_, 0, RLX);
     at_store((sqf_word *)&q->psleep_, 0, RLX);
     at_store((sqf_word *)&q->pseq_, 0, RLX);
+    at_store((sqf_word *)&q->pwoken_, 0, RLX);
     at_store((sqf_word *)&q->flags_, (flags & SQF_SHARED) ? Q_SHARED : 0, RLX);
     at_store64(q_head(q), 0, RLX);
     at_store64(q_tail(q), 0, REL);
@@ -220,14 +222,24 @@ static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
  * Consumers on a closed queue are all woken: one that went back to sleep
  * after the close's wake-up (an item was still being copied in) may find
  * the queue drained by this item's consumer, and must see EPIPE. */
-static void wake_side(sqf_queue *q, sqf_word *sleep, sqf_word *seq, size_t k)
+static void wake_side(sqf_queue *q, bool consumers, size_t k)
 {
+    sqf_word *sleep = (sqf_word *)(consumers ? &q->csleep_ : &q->psleep_);
+    sqf_word *woken = (sqf_word *)(consumers ? &q->cwoken_ : &q->pwoken_);
+    sqf_word *seq = (sqf_word *)(consumers ? &q->cseq_ : &q->pseq_);
     at_fence(SC);
     uint32_t s = at_load(sleep, RLX);
     if (!s) return;
-    if (seq == (sqf_word *)&q->cseq_ && (at_load64(q_tail(q), RLX) & Q_CLOSED)) k = s;
+    if (consumers && (at_load64(q_tail(q), RLX) & Q_CLOSED)) k = s;
+    /* Only sleepers not already being woken (see cwoken in the header). */
+    uint32_t w = at_load(woken, RLX), n;
+    do {
+        if (w >= s) return;
+        n = k < s - w ? (uint32_t)k : s - w;
+    } while (!at_cas(woken, &w, w + n, RLX));
     at_add(seq, 1, REL);
-    sqf_wake(seq, k < s ? (int)k : (int)(s > INT_MAX ? INT_MAX : s), q_shared(q));
+    int got = sqf_wake(seq, n > INT_MAX ? INT_MAX : (int)n, q_shared(q));
+    if ((uint32_t)got < n) at_sub(woken, n - (uint32_t)got, RLX);
 }
 
 /* ---- waiting ----------------------------------------------------------- */
@@ -245,8 +257,14 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
         w->registered = false;
         w->stop = 0;
         w->spins = op->may_spin && sqf_ncpu() > 1 ? Q_SPINS : 0;
-    } else if (how == ECANCELED || how == ENOTSUP) {
-        w->stop = how;
+    } else {
+        if (how == SQF_WAIT_WOKEN) { /* no longer being woken: off cwoken/pwoken, not below 0 */
+            sqf_word *woken = (sqf_word *)(push ? &q->pwoken_ : &q->cwoken_);
+            uint32_t x = at_load(woken, RLX);
+            while (x && !at_cas(woken, &x, x - 1, RLX)) {
+            }
+        }
+        if (how == ECANCELED || how == ENOTSUP) w->stop = how;
     }
     for (;;) {
         uint32_t v = w->registered ? at_load(seq, ACQ) : 0;
@@ -257,10 +275,7 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             w->registered = false;
             if (r == 0) {
                 if (w->moved) *w->moved = k;
-                if (push)
-                    wake_side(q, (sqf_word *)&q->csleep_, (sqf_word *)&q->cseq_, k);
-                else
-                    wake_side(q, (sqf_word *)&q->psleep_, (sqf_word *)&q->pseq_, k);
+                wake_side(q, push, k); /* a push wakes consumers, a pop producers */
             }
             return r;
         }
@@ -369,8 +384,8 @@ int sqf_queue_close(sqf_queue *q)
     uint64_t t = at_load64(q_tail(q), RLX);
     while (!(t & Q_CLOSED) && !at_cas64(q_tail(q), &t, t | Q_CLOSED, REL)) {
     }
-    wake_side(q, (sqf_word *)&q->csleep_, (sqf_word *)&q->cseq_, INT_MAX);
-    wake_side(q, (sqf_word *)&q->psleep_, (sqf_word *)&q->pseq_, INT_MAX);
+    wake_side(q, true, INT_MAX);
+    wake_side(q, false, INT_MAX);
     return 0;
 }
 

@@ -8,7 +8,7 @@
 # Checks:
 #   - `sqbench report --quick` on tiny sizes exits 0 and writes sqbench.csv:
 #     the exact header, 8 fields a row, status ok|limit|skipped, every
-#     experiment id (S1-S5, C1, C2, U1, W1, O1; W2 where the build has an
+#     experiment id (S1-S5, C1, C2, U1, W1, O1, Q1, Q2; W2 where the build has an
 #     event-loop backend) present;
 #   - bad input: an unknown experiment or option, malformed lists, unwritable
 #     --csv folders, a thread the system refuses (ulimit -v): exit 1 or 2
@@ -20,7 +20,7 @@ set -uo pipefail
 SQBENCH=${1:?usage: smoke.sh PATH/TO/sqbench [PATH/TO/plot.py]}
 PLOT=${2:-$(dirname "${BASH_SOURCE[0]}")/plot.py}
 PYTHON=${SQBENCH_PYTHON:-/usr/bin/python3}
-EXPECT_IDS=(S1 S2 S3 S4 S5 C1 C2 U1 W1 O1)
+EXPECT_IDS=(S1 S2 S3 S4 S5 C1 C2 U1 W1 O1 Q1 Q2)
 HEADER="experiment,variant,threads,x,run,metric,value,status"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/sqbench-smoke.XXXXXX")

@@ -112,6 +112,14 @@
  *          found nothing (no room), counted before their last look and
  *          uncounted after; never fewer than those asleep on the futex.
  *   cseq, pseq  sequence words they sleep on, advanced before each wake.
+ *   cwoken, pwoken  sleepers woken that have not yet run: a wake-up is sent
+ *          only for sleepers beyond them (csleep - cwoken), so a stream of
+ *          pushes does not make a system call each while one woken
+ *          consumer is on its way.  A waker adds what it will wake, then
+ *          takes back what FUTEX_WAKE did not find; each woken sleeper takes
+ *          itself off (never below 0).  Too low costs a futile wake-up, and
+ *          it is never too high: a thread dequeued by a wake always runs
+ *          its step, or has died (and then stays in csleep too).
  *   flags  SHARED (bit 0).
  */
 #ifndef SQUAREFREE_QUEUE_H
@@ -131,11 +139,11 @@ typedef struct sqf_queue {
     char pad0_[56];   /* tail and head on lines of their own */
     SQF_WORD64 head_;
     char pad1_[56];
-    SQF_WORD csleep_, cseq_; /* consumers: counted, and the word they sleep on */
-    SQF_WORD psleep_, pseq_; /* producers */
-    SQF_WORD flags_;         /* SHARED */
+    SQF_WORD csleep_, cseq_, cwoken_; /* consumers: counted, their word, being woken */
+    SQF_WORD psleep_, pseq_, pwoken_; /* producers */
+    SQF_WORD flags_;                  /* SHARED */
     uint32_t capacity_, item_size_, slot_size_, shift_;
-    char pad2_[28]; /* the slots start on a line of their own */
+    char pad2_[20]; /* the slots start on a line of their own */
 } sqf_queue;
 
 struct sqf_cancel;
