@@ -18,7 +18,7 @@ ROOT = os.path.dirname(HERE)
 # the event-loop driver that asyncio's waits run on, and the Linux futex
 # wait backend with its user-space table).
 LIB = ["time.c", "cpu.c", "mutex.c", "combine.c", "cond.c", "sem.c", "once.c", "event.c",
-       "latch.c", "barrier.c", "cancel.c", "rwlock.c", "countdown.c",
+       "latch.c", "barrier.c", "cancel.c", "rwlock.c", "countdown.c", "queue.c",
        "loop.c", "loop/split.c", "loop/uring.c", "loop/fallback.c",
        "wait/futex_linux.c", "wait/table.c"]
 
