@@ -1,5 +1,6 @@
 /* mcq.cpp: moodycamel::BlockingConcurrentQueue behind the C interface of
  * mcq.h, for the two item sizes sqbench's queue experiments use. */
+#include <atomic>
 #include <blockingconcurrentqueue.h>
 #include <cstdint>
 #include <cstring>
@@ -22,22 +23,34 @@ struct base {
     virtual int pop(void *item, long timeout_us) = 0;
 };
 
+/* The bound: a count of items in the queue, taken before an enqueue and
+ * given back after a dequeue (try_enqueue cannot serve: it never allocates,
+ * and each new producer thread needs a sub-queue, so with many producers it
+ * fails for good even on an empty queue). */
 template <class T> struct typed final : base {
-    explicit typed(size_t capacity) : q(capacity) {}
+    explicit typed(size_t capacity) : q(capacity), cap(capacity) {}
     int try_push(const void *item) override
     {
+        size_t n = count.load(std::memory_order_relaxed);
+        do {
+            if (n >= cap) return 0;
+        } while (!count.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
         T t;
         std::memcpy(&t, item, sizeof t);
-        return q.try_enqueue(t) ? 1 : 0;
+        q.enqueue(t);
+        return 1;
     }
     int pop(void *item, long timeout_us) override
     {
         T t;
         if (!q.wait_dequeue_timed(t, timeout_us)) return 0;
+        count.fetch_sub(1, std::memory_order_relaxed);
         std::memcpy(item, &t, sizeof t);
         return 1;
     }
     moodycamel::BlockingConcurrentQueue<T> q;
+    std::atomic<size_t> count{0};
+    size_t cap;
 };
 } // namespace
 

@@ -2,10 +2,10 @@
  * for sqbench's C code (mcq.cpp), a peer of Q1 and Q2.  Built only when its
  * header is found (SQB_HAVE_MOODYCAMEL is then defined).
  *
- * The queue is unbounded by design; to compare it with bounded queues,
- * push uses try_enqueue on a queue made with room for `capacity` items,
- * which fails instead of allocating, and the caller retries (yielding) until
- * a pop makes room, as moodycamel's documentation suggests for a bound. */
+ * The queue is unbounded by design; to compare it with bounded queues, a
+ * count of the items in it bounds it at `capacity`: a push that finds the
+ * count full fails, and the caller retries (yielding) until a pop makes
+ * room. */
 #ifndef SQBENCH_MCQ_H
 #define SQBENCH_MCQ_H
 

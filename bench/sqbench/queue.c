@@ -18,7 +18,8 @@
  *   ck_ring     Concurrency Kit's MPMC ring (libck-dev), spinning with
  *               ck_pr_stall when full or empty: it never sleeps
  *   moodycamel  moodycamel::BlockingConcurrentQueue (libconcurrentqueue-dev),
- *               try_enqueue retried with sched_yield when full
+ *               bounded by a count of its items; a push retried with
+ *               sched_yield when full
  *   pipe        a pipe: one write and one read of an item each (writes of
  *               at most PIPE_BUF bytes are atomic)
  * A run ends with the producers stopping at the flag, the last of them
@@ -235,14 +236,15 @@ static size_t bq_push(struct bq *q, const void *items, size_t n)
                          ? ck_ring_enqueue_mpmc_q8(&q->ck, q->ckbuf, (struct item8s *)items)
                          : ck_ring_enqueue_mpmc_q256(&q->ck, q->ckbuf, (struct item256 *)items);
             if (ok) return 1;
-            if (atomic_load_explicit(&q->closed, memory_order_relaxed)) return 0;
+            if (atomic_load_explicit(&q->closed, memory_order_relaxed) || sb_timed_stop())
+                return 0; /* a producer spinning on a full ring stops with the run */
             ck_pr_stall();
         }
 #endif
 #ifdef SQB_HAVE_MOODYCAMEL
     case QV_MOODY:
         while (!sqb_mcq_try_push(q->mq, items)) {
-            if (atomic_load_explicit(&q->closed, memory_order_relaxed)) return 0;
+            if (atomic_load_explicit(&q->closed, memory_order_relaxed) || sb_timed_stop()) return 0;
             sched_yield();
         }
         return 1;
