@@ -414,35 +414,43 @@ int sb_run_q1(void)
             printf("\n");
         }
     }
-    /* Verdicts on the 8-byte items. */
-    for (int i = 0; i < np; i++) {
-        double sqf = sb_summarize(pt[0][i][QV_SQF].mips, pt[0][i][QV_SQF].runs).med;
-        double best = fmax(sqf, sb_summarize(pt[0][i][QV_SQF_BATCH].mips, runs).med);
-        double mc = sb_summarize(pt[0][i][QV_MC].mips, pt[0][i][QV_MC].runs).med;
-        double sqf_cpu = sb_summarize(pt[0][i][QV_SQF].cpu, pt[0][i][QV_SQF].runs).med;
-        double mc_cpu = sb_summarize(pt[0][i][QV_MC].cpu, pt[0][i][QV_MC].runs).med;
-        if (pairs[i] >= 16) {
-            sb_verdict("Q1", sqf >= 2 * mc,
-                       "%d pairs: sqf %.2f M items/s, %.2fx the mutex+cond idiom (target >= 2x)",
-                       pairs[i], sqf, sqf / mc);
-            sb_verdict("Q1", sqf_cpu <= mc_cpu,
-                       "%d pairs: sqf %.0f CPU-ns per item, mutex+cond %.0f (target: no more)",
-                       pairs[i], sqf_cpu, mc_cpu);
-            if (qv_built(QV_MOODY)) {
-                double mo = sb_summarize(pt[0][i][QV_MOODY].mips, pt[0][i][QV_MOODY].runs).med;
-                sb_verdict("Q1", sqf >= mo,
-                           "%d pairs: sqf %.2fx moodycamel's BlockingConcurrentQueue (target >= 1)",
-                           pairs[i], sqf / mo);
+    /* Verdicts on every item size. */
+    for (int si = 0; si < ns; si++)
+        for (int i = 0; i < np; i++) {
+            struct q1_point *p = pt[si][i];
+            double sqf = sb_summarize(p[QV_SQF].mips, p[QV_SQF].runs).med;
+            double batch = sb_summarize(p[QV_SQF_BATCH].mips, p[QV_SQF_BATCH].runs).med;
+            double mc = sb_summarize(p[QV_MC].mips, p[QV_MC].runs).med;
+            double sqf_cpu = sb_summarize(p[QV_SQF].cpu, p[QV_SQF].runs).med;
+            double mc_cpu = sb_summarize(p[QV_MC].cpu, p[QV_MC].runs).med;
+            size_t z = sizes[si];
+            if (pairs[i] >= 16) {
+                sb_verdict("Q1", sqf >= 2 * mc,
+                           "%d pairs, %zu B: sqf %.2f M items/s, %.2fx the mutex+cond idiom "
+                           "(target >= 2x)",
+                           pairs[i], z, sqf, sqf / mc);
+                sb_verdict("Q1", sqf_cpu <= mc_cpu,
+                           "%d pairs, %zu B: sqf %.0f CPU-ns per item, mutex+cond %.0f (target: "
+                           "no more)",
+                           pairs[i], z, sqf_cpu, mc_cpu);
+                if (qv_built(QV_MOODY)) {
+                    double mo = sb_summarize(p[QV_MOODY].mips, p[QV_MOODY].runs).med;
+                    sb_verdict("Q1", sqf >= mo,
+                               "%d pairs, %zu B: sqf %.2fx moodycamel's BlockingConcurrentQueue "
+                               "(target >= 1)",
+                               pairs[i], z, sqf / mo);
+                }
+                sb_note("Q1: %d pairs, %zu B: sqf-batch (16 a call) %.2f M items/s", pairs[i], z,
+                        batch);
             }
-            sb_note("Q1: %d pairs: sqf-batch (16 a call) %.2f M items/s", pairs[i], best);
+            if (pairs[i] == 1 && qv_built(QV_CK)) {
+                double ck = sb_summarize(p[QV_CK].mips, p[QV_CK].runs).med;
+                sb_verdict("Q1", sqf * 1.5 >= ck,
+                           "1 pair, %zu B: sqf %.2f M items/s, %.2fx ck_ring's %.2f (target >= "
+                           "1/1.5)",
+                           z, sqf, sqf / ck, ck);
+            }
         }
-        if (pairs[i] == 1 && qv_built(QV_CK)) {
-            double ck = sb_summarize(pt[0][i][QV_CK].mips, pt[0][i][QV_CK].runs).med;
-            sb_verdict("Q1", sqf * 1.5 >= ck,
-                       "1 pair: sqf %.2f M items/s, %.2fx ck_ring's %.2f (target >= 1/1.5)", sqf,
-                       sqf / ck, ck);
-        }
-    }
     return 0;
 }
 
