@@ -18,7 +18,11 @@
  * sleep ended with the results of sqf_wait_cancellable (cancel_wait.h):
  *
  *   SQF_WAIT_WOKEN  a wake on op->word dequeued the waiter: it may hold a
- *                   wake-up (a hand-off) and must use it or pass it on;
+ *                   wake-up (a hand-off) and must use it or pass it on.
+ *                   The loop driver's shared waits (src/loop/split.c)
+ *                   report it to every member for one wake-up, so a step
+ *                   may act on it but must not count it (sqf_queue's
+ *                   cwoken clamps at 0 for that reason);
  *   EAGAIN          op->word no longer held op->expected: never slept;
  *   EINTR           spurious (a signal, a stale token wake-up);
  *   ETIMEDOUT       op->deadline passed while asleep (nothing consumed);
