@@ -484,6 +484,48 @@ def fig_u1(plt, data, outdir, style):
     return ["u1.png", "u1.svg"]
 
 
+def fig_q1(plt, data, outdir, style):
+    metrics = [m for m in ("mitems_per_s", "cpu_ns_per_item") if data.has("Q1", m)]
+    if not metrics:
+        return []
+    fig, axes = plt.subplots(1, len(metrics), figsize=(6.2 * len(metrics), 4.8), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        series = data.series("Q1", metric)
+        plot_lines(ax, series, style)
+        xs = sorted({p[0] for pts in series.values() for p in pts})
+        if xs:
+            log_axis(ax, "x", base=2, ticks=xs)
+        log_axis(ax, "y")
+        if metric == "mitems_per_s":
+            finish(ax, "throughput (%s)" % runs_text(data.nruns("Q1", metric)),
+                   "producer/consumer pairs", "million items per second, log")
+        else:
+            finish(ax, "CPU time per item (%s)" % runs_text(data.nruns("Q1", metric)),
+                   "producer/consumer pairs", "CPU-ns per item (user + system), log")
+    fig.suptitle("Q1: queue throughput, capacity 1024 (8B/, 256B/: item size)", fontsize=11)
+    fig.tight_layout()
+    save(plt, fig, outdir, "q1")
+    return ["q1.png", "q1.svg"]
+
+
+def fig_q2(plt, data, outdir, style):
+    if not data.has("Q2", "seconds"):
+        return []
+    series = data.series("Q2", "seconds")
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    plot_lines(ax, series, style)
+    xs = sorted({p[0] for pts in series.values() for p in pts})
+    if xs:
+        log_axis(ax, "x", base=2, ticks=xs)
+    log_axis(ax, "y")
+    finish(ax, "Q2: n consumers asleep on an empty queue, one producer pushes n, log-log (%s)"
+           % runs_text(data.nruns("Q2", "seconds")), "n (consumers)",
+           "median seconds until each has its item")
+    fig.tight_layout()
+    save(plt, fig, outdir, "q2")
+    return ["q2.png", "q2.svg"]
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         fail("usage: plot.py DIR (the folder holding sqbench.csv)", 2)
@@ -510,7 +552,7 @@ def main(argv):
     data = Data(rows)
     style = Styles(data)
     made = []
-    for fig in (fig_square, fig_c1, fig_c2, fig_w1, fig_w2, fig_o1, fig_u1):
+    for fig in (fig_square, fig_c1, fig_c2, fig_w1, fig_w2, fig_o1, fig_u1, fig_q1, fig_q2):
         made += fig(plt, data, outdir, style)
     if os.environ.get("SQBENCH_PLOT_VERBOSE"):
         print("plot.py: wrote %s in %s" % (", ".join(made) or "nothing", outdir))

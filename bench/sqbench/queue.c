@@ -357,7 +357,7 @@ static void q1_run(int v, int pairs, size_t size, double secs, struct q1_point *
     pt->cpu[pt->runs] = cpu;
     pt->runs++;
     char var[48];
-    snprintf(var, sizeof var, "%s/%zuB", qv_name[v], size);
+    snprintf(var, sizeof var, "%zuB/%s", size, qv_name[v]); /* plot.py styles by the last part */
     sb_record("Q1", var, 2 * pairs, pairs, pt->runs - 1, "mitems_per_s", mips, "ok");
     sb_record("Q1", var, 2 * pairs, pairs, pt->runs - 1, "cpu_ns_per_item", cpu, "ok");
 }

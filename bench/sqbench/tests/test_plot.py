@@ -133,6 +133,16 @@ def other_rows():
     for v, (_, ins) in u1.items():
         if ins is not None:
             rows.append(("U1", v, 1, 0, 0, "instr_per_op", ins, "ok"))
+    for run in range(RUNS):
+        for i, v in enumerate(["sqf", "sqf-batch", "mutex+cond", "ck_ring", "moodycamel", "pipe"]):
+            for size in (8, 256):
+                for pairs in (1, 2, 4, 16, 64):
+                    var = "%dB/%s" % (size, v)
+                    rows.append(("Q1", var, 2 * pairs, pairs, run, "mitems_per_s", "%.6g" % (30 / (1 + i) * jitter(run)), "ok"))
+                    rows.append(("Q1", var, 2 * pairs, pairs, run, "cpu_ns_per_item", "%.6g" % (70 * (1 + i) * jitter(run)), "ok"))
+        for i, v in enumerate(["sqf (one push_n)", "mutex+cond (n pushes)", "pipe (n writes)", "event wake-all (S4)"]):
+            for n in (100, 200, 400, 800, 1600):
+                rows.append(("Q2", v, n, n, run, "seconds", "%.6g" % (1e-5 * (1 + i) * n * jitter(run)), "ok"))
     return rows
 
 
@@ -168,7 +178,7 @@ def svg_text(path):
     return " ".join(t for t in root.itertext())
 
 
-FAMILIES = ["square", "c1", "c2", "w1", "w2", "o1", "u1"]
+FAMILIES = ["square", "c1", "c2", "w1", "w2", "o1", "u1", "q1", "q2"]
 
 
 def expect_files(folder, families, headline, what):
@@ -272,7 +282,7 @@ def main():
 
             # One experiment of each other family alone.
             for exp, fam in (("C1", "c1"), ("C2", "c2"), ("W1", "w1"), ("W2", "w2"), ("O1", "o1"),
-                             ("U1", "u1")):
+                             ("U1", "u1"), ("Q1", "q1"), ("Q2", "q2")):
                 d = write(os.path.join(tmp, "only-" + fam), [r for r in other_rows() if r[0] == exp])
                 rc, out, err = run(plot, d)
                 check(rc == 0, "%s only: exit status 0 (got %d: %s)" % (exp, rc, err.strip()))
