@@ -24,11 +24,13 @@
  * cseq before waking.  The pop sleeps only while cseq still holds what it
  * read before its last look, so a wake sent after that look cannot miss it.
  *
- * No item is stranded with a consumer asleep: a push of k items wakes
- * min(k, csleep), and FUTEX_WAKE dequeues only threads that are queued, so
- * each item wakes a queued sleeper if there is one; a woken consumer either
- * takes an item, or finds it taken (by a running consumer, which is fine),
- * or times out, and then, uncounted, looks once more before it leaves.
+ * No item is stranded with a consumer asleep: a push wakes as many
+ * sleepers (not already being woken) as there are items in the queue, and
+ * FUTEX_WAKE dequeues only threads that are queued; a woken consumer
+ * either takes an item, or finds it taken (by a running consumer, which is
+ * fine), or finds it behind an item still being copied in (then that
+ * item's push, publishing later, wakes it again: it counts every item
+ * behind it), or times out, and then, uncounted, looks once more.
  */
 #include <limits.h>
 #include <string.h>
@@ -231,6 +233,12 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k)
     uint32_t s = at_load(sleep, RLX);
     if (!s) return;
     if (consumers && (at_load64(q_tail(q), RLX) & Q_CLOSED)) k = s;
+    /* Wake as many as there may now be items (room) for, not only k: a
+     * sleeper woken earlier for a later item may have found it behind this
+     * one, still being copied in (out), and slept again; its wake-up was
+     * spent, and only this one can make that item reachable. */
+    size_t size = sqf_queue_size(q), more = consumers ? size : q->capacity_ - size;
+    if (more > k) k = more;
     /* Only sleepers not already being woken (see cwoken in the header). */
     uint32_t w = at_load(woken, RLX), n;
     do {

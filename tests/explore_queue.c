@@ -80,6 +80,60 @@ static const char *check_pc(void)
     return all_once(2, 2);
 }
 
+/* --- 2 producers x 1 item, 2 consumers x 1, capacity 4: a consumer woken
+ * for the second item may find it behind the first, still being copied in,
+ * and sleep again; the first item's publication must wake both --- */
+static void setup_behind(void)
+{
+    reset(4);
+}
+
+static void body_behind(int id, void *arg)
+{
+    (void)arg;
+    if (id < 2) {
+        EXPLORE_REQUIRE(sqf_queue_push(q, &(int){id * 4}) == 0);
+    } else {
+        int v = -1;
+        EXPLORE_REQUIRE(sqf_queue_pop(q, &v) == 0);
+        got(id - 2, v);
+    }
+}
+
+static const char *check_behind(void)
+{
+    return all_once(1, 2);
+}
+
+/* --- the same for room: a full queue of 2, 2 producers x 1 asleep, 2
+ * consumers x 1: a producer woken for the second slot may find it behind
+ * the first, still being copied out --- */
+static void setup_room(void)
+{
+    reset(2);
+    sqf_queue_push(q, &(int){1});
+    sqf_queue_push(q, &(int){2});
+}
+
+static void body_room(int id, void *arg)
+{
+    (void)arg;
+    if (id < 2) {
+        EXPLORE_REQUIRE(sqf_queue_push(q, &(int){4 + id}) == 0);
+    } else {
+        int v = -1;
+        EXPLORE_REQUIRE(sqf_queue_pop(q, &v) == 0);
+        EXPLORE_REQUIRE(v >= 1 && v <= 5);
+    }
+}
+
+static const char *check_room(void)
+{
+    if (sqf_queue_size(q) != 2) return "the producers' items are not both in";
+    if (sqf_queue_destroy(q) != 0) return "a waiter is still counted";
+    return NULL;
+}
+
 /* --- batches: a producer pushes 3 with push_n, another 1; two consumers
  * take 2 each with pop_n (as many as are there, at least one) --- */
 static void setup_batch(void)
@@ -223,6 +277,10 @@ int main(void)
 {
     struct explore_case cases[] = {
         {"queue 2 producers, 2 consumers, capacity 1", 4, setup_pc, body_pc, check_pc, 8000, 0},
+        {"queue an item behind one still being copied in", 4, setup_behind, body_behind,
+         check_behind, 8000, 0},
+        {"queue room behind a slot still being copied out", 4, setup_room, body_room, check_room,
+         8000, 0},
         {"queue batches: push_n, pop_n, capacity 2", 4, setup_batch, body_batch, check_batch, 8000,
          0},
         {"queue close racing 2 sleeping consumers", 3, setup_close, body_close, check_close, 6000,

@@ -13,6 +13,7 @@
  * SQF_SOAK scales the item counts.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -250,17 +251,47 @@ static void close_round(int producers, int consumers, int delay_us)
     free(q);
 }
 
+/* On a hang, say where and what the queue's words held (then exit 3, as
+ * check.h's watchdog does): the next failure is then a diagnosis, not only
+ * a time-out.  snprintf in a handler is not async-signal-safe, but the
+ * process is about to exit anyway. */
+static const char *phase = "start";
+static void hang_report(int sig)
+{
+    (void)sig;
+    char b[512];
+    int n = snprintf(b, sizeof b, "stress_queue: hang in %s", phase);
+    if (q)
+        n += snprintf(b + n, sizeof b - (size_t)n,
+                      ": tail %#llx head %#llx csleep %u cwoken %u cseq %u psleep %u pwoken %u "
+                      "pseq %u size %zu",
+                      (unsigned long long)atomic_load(&q->tail_),
+                      (unsigned long long)atomic_load(&q->head_), atomic_load(&q->csleep_),
+                      atomic_load(&q->cwoken_), atomic_load(&q->cseq_), atomic_load(&q->psleep_),
+                      atomic_load(&q->pwoken_), atomic_load(&q->pseq_), sqf_queue_size(q));
+    n += snprintf(b + n, sizeof b - (size_t)n, "\n");
+    ssize_t w = write(2, b, (size_t)n);
+    (void)w;
+    _exit(3);
+}
+
 int main(void)
 {
     watchdog(240);
+    signal(SIGALRM, hang_report);
     static const int pc[][2] = {{1, 1}, {2, 2}, {4, 1}, {1, 4}, {16, 16}, {64, 64}, {3, 64}};
     static const size_t caps[] = {1, 4, 64, 1024};
-    for (unsigned i = 0; i < sizeof pc / sizeof pc[0]; i++)
+    for (unsigned i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+        phase = "a producers/consumers round";
         round_pc(pc[i][0], pc[i][1], caps[i % 4], soak(100000));
+    }
     round_pc(8, 8, 16, soak(1000000) / (getenv("SQF_SOAK") ? 1 : 10));
     for (int r = 0; r < (int)soak(20); r++) {
+        phase = "close racing 8 producers and 8 consumers";
         close_round(8, 8, r * 100);
+        phase = "close racing 16 consumers asleep";
         close_round(0, 16, r * 50); /* consumers asleep on an empty queue */
+        phase = "close racing 16 producers asleep";
         close_round(16, 0, r * 50); /* producers asleep on a full one */
     }
     return check_done();
