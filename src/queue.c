@@ -219,11 +219,20 @@ static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
     }
 }
 
-/* After k items (slots) were published (freed): wake up to k of the other
- * side's sleepers, if any is counted.  SC fence: see the file comment.
- * Consumers on a closed queue are all woken: one that went back to sleep
- * after the close's wake-up (an item was still being copied in) may find
- * the queue drained by this item's consumer, and must see EPIPE. */
+/* Items between head h and tail t (CLOSED masked off), at most capacity. */
+static size_t items_between(const sqf_queue *q, uint64_t h, uint64_t t)
+{
+    uint64_t lt = linear(q, t & ~Q_CLOSED), lh = linear(q, h);
+    if (lt <= lh) return 0;
+    return lt - lh > q->capacity_ ? q->capacity_ : (size_t)(lt - lh);
+}
+
+/* After k items (slots) were published (freed): wake the other side's
+ * sleepers, if any is counted: at least k, and as many as there are items
+ * (room) now.  SC fence: see the file comment.  Consumers on a closed queue
+ * are all woken: one that went back to sleep after the close's wake-up (an
+ * item was still being copied in) may find the queue drained by this
+ * item's consumer, and must see EPIPE. */
 static void wake_side(sqf_queue *q, bool consumers, size_t k)
 {
     sqf_word *sleep = (sqf_word *)(consumers ? &q->csleep_ : &q->psleep_);
@@ -232,12 +241,13 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k)
     at_fence(SC);
     uint32_t s = at_load(sleep, RLX);
     if (!s) return;
-    if (consumers && (at_load64(q_tail(q), RLX) & Q_CLOSED)) k = s;
+    uint64_t h = at_load64(q_head(q), ACQ), t = at_load64(q_tail(q), ACQ);
+    if (consumers && (t & Q_CLOSED)) k = s;
     /* Wake as many as there may now be items (room) for, not only k: a
      * sleeper woken earlier for a later item may have found it behind this
      * one, still being copied in (out), and slept again; its wake-up was
      * spent, and only this one can make that item reachable. */
-    size_t size = sqf_queue_size(q), more = consumers ? size : q->capacity_ - size;
+    size_t size = items_between(q, h, t), more = consumers ? size : q->capacity_ - size;
     if (more > k) k = more;
     /* Only sleepers not already being woken (see cwoken in the header). */
     uint32_t w = at_load(woken, RLX), n;
@@ -401,8 +411,5 @@ size_t sqf_queue_size(sqf_queue *q)
 {
     if (!q || q->capacity_ == 0) return 0;
     uint64_t h = at_load64(q_head(q), ACQ);
-    uint64_t t = at_load64(q_tail(q), ACQ) & ~Q_CLOSED;
-    uint64_t lt = linear(q, t), lh = linear(q, h);
-    if (lt <= lh) return 0;
-    return lt - lh > q->capacity_ ? q->capacity_ : (size_t)(lt - lh);
+    return items_between(q, h, at_load64(q_tail(q), ACQ));
 }
