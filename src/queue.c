@@ -45,6 +45,11 @@
 #define Q_SHARED 1u
 #define Q_SPINS  32 /* looks before sleeping, when spinning may help */
 
+/* How long a waiter sleeps before it claims hand-off mode (HUNGRY). */
+#ifndef SQF_QUEUE_STARVE_NS
+#define SQF_QUEUE_STARVE_NS (1000 * 1000)
+#endif
+
 _Static_assert(sizeof(sqf_queue) % 64 == 0, "the slots start on a cache line");
 
 static inline sqf_word64 *q_tail(sqf_queue *q)
@@ -122,6 +127,8 @@ int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned fla
     at_store((sqf_word *)&q->psleep_, 0, RLX);
     at_store((sqf_word *)&q->pseq_, 0, RLX);
     at_store((sqf_word *)&q->pwoken_, 0, RLX);
+    at_store((sqf_word *)&q->chungry_, 0, RLX);
+    at_store((sqf_word *)&q->phungry_, 0, RLX);
     at_store((sqf_word *)&q->flags_, (flags & SQF_SHARED) ? Q_SHARED : 0, RLX);
     at_store64(q_head(q), 0, RLX);
     at_store64(q_tail(q), 0, REL);
@@ -227,22 +234,64 @@ static size_t items_between(const sqf_queue *q, uint64_t h, uint64_t t)
     return lt - lh > q->capacity_ ? q->capacity_ : (size_t)(lt - lh);
 }
 
-/* After k items (slots) were published (freed): wake the other side's
- * sleepers, if any is counted: at least k, and as many as there are items
- * (room) now.  SC fence: see the file comment.  Consumers on a closed queue
- * are all woken: one that went back to sleep after the close's wake-up (an
- * item was still being copied in) may find the queue drained by this
- * item's consumer, and must see EPIPE. */
+/* The starving waiter's word (chungry/phungry, see the header): bit 0
+ * HUNGRY, bits 1..15 the claim's generation, bits 16..31 a sequence the
+ * starving waiter sleeps on. */
+#define H_HUNGRY   1u
+#define H_GEN_ONE  2u
+#define H_GEN_MASK 0xfffeu
+#define H_SEQ_ONE  0x10000u
+
+static inline sqf_word *hungry_of(sqf_queue *q, bool consumers)
+{
+    return (sqf_word *)(consumers ? &q->chungry_ : &q->phungry_);
+}
+
+/* cwoken/pwoken -= d, not below 0: the loop driver may report one wake-up
+ * to several waiters (waitop.h), so decrements can outnumber wake-ups; too
+ * low costs a futile wake-up, a wrap would stop every wake-up. */
+static void sub_clamped(sqf_word *woken, uint32_t d)
+{
+    uint32_t x = at_load(woken, RLX);
+    while (x && !at_cas(woken, &x, x > d ? x - d : 0, RLX)) {
+    }
+}
+
+/* After k items (slots) were published (freed), or a starving waiter was
+ * served: wake the other side's sleepers, if any is counted.  SC fence: see
+ * the file comment.
+ *
+ * With a starving waiter (HUNGRY) only it is woken: nobody else may take
+ * an item (room) before it, and it wakes the rest once served.  If that
+ * wake finds it not asleep, it is running (and looks again before it
+ * sleeps) or dead (a killed process): hand-off mode ends, so that nobody
+ * waits on it.  On a closed queue everyone is woken. */
 static void wake_side(sqf_queue *q, bool consumers, size_t k)
 {
     sqf_word *sleep = (sqf_word *)(consumers ? &q->csleep_ : &q->psleep_);
     sqf_word *woken = (sqf_word *)(consumers ? &q->cwoken_ : &q->pwoken_);
     sqf_word *seq = (sqf_word *)(consumers ? &q->cseq_ : &q->pseq_);
+    sqf_word *hungry = hungry_of(q, consumers);
+    bool shared = q_shared(q);
     at_fence(SC);
     uint32_t s = at_load(sleep, RLX);
     if (!s) return;
     uint64_t h = at_load64(q_head(q), ACQ), t = at_load64(q_tail(q), ACQ);
-    if (consumers && (t & Q_CLOSED)) k = s;
+    bool closed = (t & Q_CLOSED) != 0;
+    uint32_t hv = at_load(hungry, ACQ);
+    while (hv & H_HUNGRY) {
+        if (!at_cas(hungry, &hv, hv + H_SEQ_ONE, REL)) continue;
+        hv += H_SEQ_ONE;
+        if (sqf_wake(hungry, 1, shared) > 0) {
+            if (!closed) return;
+            break;
+        }
+        if (at_cas(hungry, &hv, hv & ~H_HUNGRY, RLX)) break;
+    }
+    /* Everyone on a closed queue: one that went back to sleep after the
+     * close's wake-up (an item was still being copied in) may find the
+     * queue drained by that item's consumer, and must see EPIPE. */
+    if (closed) k = s;
     /* Wake as many as there may now be items (room) for, not only k: a
      * sleeper woken earlier for a later item may have found it behind this
      * one, still being copied in (out), and slept again; its wake-up was
@@ -254,43 +303,80 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k)
     do {
         if (w >= s) return;
         n = k < s - w ? (uint32_t)k : s - w;
-    } while (!at_cas(woken, &w, w + n, RLX));
+    } while (n && !at_cas(woken, &w, w + n, RLX));
+    if (!n) return;
     at_add(seq, 1, REL);
-    int got = sqf_wake(seq, n > INT_MAX ? INT_MAX : (int)n, q_shared(q));
-    if ((uint32_t)got < n) at_sub(woken, n - (uint32_t)got, RLX);
+    int got = sqf_wake(seq, n > INT_MAX ? INT_MAX : (int)n, shared);
+    if ((uint32_t)got < n) sub_clamped(woken, n - (uint32_t)got);
 }
 
 /* ---- waiting ----------------------------------------------------------- */
 
+/* A waiter leaves: out of csleep/psleep, and, if it was the starving one,
+ * out of HUNGRY (only its own claim), waking those it held back. */
+static void leave(sqf_queue *q, struct sqf_queue_wait_ *w, bool push)
+{
+    if (w->registered) at_sub((sqf_word *)(push ? &q->psleep_ : &q->csleep_), 1, RLX);
+    w->registered = false;
+    if (!w->owner) return;
+    w->owner = false;
+    sqf_word *hungry = hungry_of(q, !push);
+    uint32_t hv = at_load(hungry, RLX);
+    while ((hv & H_HUNGRY) && (hv & H_GEN_MASK) == w->gen) {
+        if (at_cas(hungry, &hv, hv & ~H_HUNGRY, REL)) {
+            wake_side(q, !push, 0);
+            return;
+        }
+    }
+}
+
 /* The wait protocol (waitop.h), one step for both sides: a push (pop)
  * counts itself in psleep (csleep) once it must sleep, and leaves the count
- * before it returns, after one more look. */
+ * before it returns, after one more look.
+ *
+ * Starvation: a waiter that has slept for over SQF_QUEUE_STARVE_NS and
+ * must sleep again claims HUNGRY for its side (if nobody holds it), and
+ * sleeps on that word.  While HUNGRY is set, no other push (pop) takes a
+ * slot (item) unless the queue is closed: each defers as if it had found
+ * none, and every publication wakes the starving waiter alone.  It clears
+ * HUNGRY when it returns, and then wakes the others. */
 static int queue_step(struct sqf_waitop *op, int how, bool push)
 {
     struct sqf_queue_wait_ *w = &op->u.queue;
     sqf_queue *q = w->q;
     sqf_word *sleep = (sqf_word *)(push ? &q->psleep_ : &q->csleep_);
     sqf_word *seq = (sqf_word *)(push ? &q->pseq_ : &q->cseq_);
+    sqf_word *hungry = hungry_of(q, !push);
     if (how == SQF_OP_START) {
         w->registered = false;
+        w->owner = false;
+        w->on_hungry = false;
         w->stop = 0;
         w->spins = op->may_spin && sqf_ncpu() > 1 ? Q_SPINS : 0;
     } else {
-        if (how == SQF_WAIT_WOKEN) { /* no longer being woken: off cwoken/pwoken, not below 0 */
-            sqf_word *woken = (sqf_word *)(push ? &q->pwoken_ : &q->cwoken_);
-            uint32_t x = at_load(woken, RLX);
-            while (x && !at_cas(woken, &x, x - 1, RLX)) {
-            }
+        if (how == SQF_WAIT_WOKEN && !w->on_hungry) {
+            /* no longer being woken: off cwoken/pwoken */
+            sub_clamped((sqf_word *)(push ? &q->pwoken_ : &q->cwoken_), 1);
         }
         if (how == ECANCELED || how == ENOTSUP) w->stop = how;
     }
     for (;;) {
+        /* seq before HUNGRY: a deferring waiter that sees HUNGRY set read
+         * seq before the owner, clearing it, advanced seq to wake it. */
         uint32_t v = w->registered ? at_load(seq, ACQ) : 0;
+        uint32_t hv = at_load(hungry, ACQ);
+        if (w->owner && (!(hv & H_HUNGRY) || (hv & H_GEN_MASK) != w->gen))
+            w->owner = false; /* a wake found us awake and ended hand-off mode */
         size_t k = 0;
-        int r = push ? ring_push(q, w->in, w->n, &k) : ring_pop(q, w->out, w->n, &k);
+        int r;
+        if ((hv & H_HUNGRY) && !w->owner && !(at_load64(q_tail(q), ACQ) & Q_CLOSED)) {
+            r = EBUSY; /* a starving waiter goes first */
+            w->spins = 0;
+        } else {
+            r = push ? ring_push(q, w->in, w->n, &k) : ring_pop(q, w->out, w->n, &k);
+        }
         if (r != EBUSY) {
-            if (w->registered) at_sub(sleep, 1, RLX);
-            w->registered = false;
+            leave(q, w, push);
             if (r == 0) {
                 if (w->moved) *w->moved = k;
                 wake_side(q, push, k); /* a push wakes consumers, a pop producers */
@@ -303,6 +389,7 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
                 w->registered = false;
                 continue;
             }
+            leave(q, w, push);
             return w->stop ? w->stop : ETIMEDOUT;
         }
         if (w->spins) {
@@ -314,14 +401,26 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             at_add(sleep, 1, RLX);
             at_fence(SC); /* our count before our next look: see the file comment */
             w->registered = true;
+            w->since = sqf_now();
             continue;
         }
         if (sqf_cancel_is_cancelled(op->tok)) {
             w->stop = ECANCELED;
             continue;
         }
-        op->word = seq;
-        op->expected = v;
+        if (!(hv & H_HUNGRY) && sqf_now() - w->since > SQF_QUEUE_STARVE_NS) {
+            uint32_t claim =
+                (hv & ~(H_GEN_MASK | H_HUNGRY)) | ((hv + H_GEN_ONE) & H_GEN_MASK) | H_HUNGRY;
+            if (at_cas(hungry, &hv, claim, RLX)) {
+                w->owner = true;
+                w->gen = claim & H_GEN_MASK;
+                at_fence(SC); /* HUNGRY before our next look: as csleep above */
+            }
+            continue;
+        }
+        w->on_hungry = w->owner;
+        op->word = w->owner ? hungry : seq;
+        op->expected = w->owner ? hv : v;
         op->shared = q_shared(q);
         return SQF_OP_SLEEP;
     }

@@ -146,8 +146,12 @@ struct sqf_waitop {
             size_t n;       /* asked for */
             size_t *moved;  /* where to say how many moved (may be NULL) */
             int stop;
-            unsigned spins;  /* looks left before sleeping */
-            bool registered; /* counted in csleep or psleep */
+            unsigned spins;     /* looks left before sleeping */
+            sqf_deadline since; /* when it first had to sleep */
+            uint32_t gen;       /* its claim on chungry/phungry, if owner */
+            bool registered;    /* counted in csleep or psleep */
+            bool owner;         /* the starving waiter: set HUNGRY */
+            bool on_hungry;     /* slept on chungry/phungry, not cseq/pseq */
         } queue;
         struct {
             sqf_robust_mutex *m;

@@ -68,8 +68,9 @@ struct shm {
     sqf_barrier b;
     sqf_once o;
     sqf_rwlock rw;
-    atomic_int about_to_wait; /* children raise it just before their wait */
-    int predicate;            /* the cond's, under m */
+    _Alignas(64) char qmem[512]; /* an sqf_queue of 4 ints */
+    atomic_int about_to_wait;    /* children raise it just before their wait */
+    int predicate;               /* the cond's, under m */
 };
 
 static struct shm *shm;
@@ -147,6 +148,50 @@ static void test_mutex_starver(void)
     CHECK_EQ(sqf_mutex_trylock(&shm->m), 0); /* barging works again */
     CHECK_EQ(sqf_mutex_unlock(&shm->m), 0);
     CHECK_EQ(sqf_mutex_destroy(&shm->m), 0);
+}
+
+/* --- queue: a starving consumer dies ------------------------------------------------- */
+
+static sqf_queue *shm_queue(void)
+{
+    return (sqf_queue *)shm->qmem;
+}
+
+static void pop_forever(void)
+{
+    int x;
+    atomic_fetch_add(&shm->about_to_wait, 1);
+    sqf_queue_pop(shm_queue(), &x); /* killed before it returns */
+}
+
+static void test_queue_starver(void)
+{
+    reset_flag();
+    sqf_queue *q = shm_queue();
+    CHECK(sqf_queue_bytes(4, sizeof(int)) <= sizeof shm->qmem);
+    CHECK_EQ(sqf_queue_init(q, 4, sizeof(int), SQF_SHARED), 0);
+    sqf_word *hungry = (sqf_word *)&q->chungry_;
+    pid_t p = fork_child(pop_forever);
+    until_asleep(p, 1);
+    /* Older than the starvation bound, woken (spuriously) to an empty
+     * queue, the child claims HUNGRY and sleeps on that word. */
+    pause_ms(3);
+    sqf_deadline stop = soon();
+    while (!(at_load(hungry, RLX) & 1) && sqf_now() < stop) {
+        sqf_wake((sqf_word *)&q->cseq_, 1, true);
+        pause_ms(2);
+    }
+    CHECK(at_load(hungry, RLX) & 1);
+    until_asleep(p, 1);
+    kill_and_reap(p);
+    /* The push's hand-off wake finds nobody: hand-off mode ends, and the
+     * item is there for anyone. */
+    int x = 7, y = 0;
+    CHECK_EQ(sqf_queue_push(q, &x), 0);
+    CHECK_EQ(at_load(hungry, RLX) & 1, 0);
+    CHECK_EQ(sqf_queue_trypop(q, &y), 0);
+    CHECK_EQ(y, 7);
+    CHECK_EQ(sqf_queue_destroy(q), EBUSY); /* the dead consumer stays counted */
 }
 
 /* --- sem: the permit after a death reaches a survivor -------------------------------- */
@@ -594,6 +639,7 @@ int main(void)
     CHECK(shm != MAP_FAILED);
     if (shm == MAP_FAILED) return check_done();
     test_mutex_starver();
+    test_queue_starver();
     test_sem();
     test_cond();
     test_wake_all();

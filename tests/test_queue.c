@@ -263,6 +263,75 @@ static void test_full_wakes_producers(void)
     free(SQ);
 }
 
+/* Starvation: a waiter asleep for over 1 ms that wakes to find its item
+ * (room) taken by a running thread claims HUNGRY, and from then on no other
+ * pop (push) may take one before it.  The main thread barges in a loop
+ * (push then trypop; or pop then trypush) against one sleeper, which it
+ * beats nearly every time without the rule; the check is that a trypop
+ * (trypush) is refused while an item (room) is there, that the sleeper
+ * then gets it, and that hand-off mode ends with it.  Both sides share the
+ * code: `producers` picks the side that starves. */
+struct starver {
+    sqf_queue *q;
+    bool push;
+    int value, rc;
+    sqf_word done;
+};
+
+static void *starver_run(void *arg)
+{
+    struct starver *s = arg;
+    s->rc = s->push ? sqf_queue_push(s->q, &s->value) : sqf_queue_pop(s->q, &s->value);
+    at_store(&s->done, 1, SC);
+    return NULL;
+}
+
+static void test_starving_waiter(bool producers)
+{
+    sqf_queue *q = make(1, sizeof(int));
+    sqf_word *hungry = (sqf_word *)(producers ? &q->phungry_ : &q->chungry_);
+    sqf_word *sleep = (sqf_word *)(producers ? &q->psleep_ : &q->csleep_);
+    int one = 1, x;
+    if (producers) CHECK_EQ(sqf_queue_push(q, &one), 0); /* full */
+    bool refused = false;
+    int rounds = 0;
+    sqf_deadline stop = sqf_after(5 * SQF_SEC);
+    while (!refused && sqf_now() < stop) {
+        struct starver s = {q, producers, producers ? 2 : 0, -1, 0};
+        pthread_t t;
+        CHECK_EQ(pthread_create(&t, NULL, starver_run, &s), 0);
+        while (sleeping(sleep) < 1)
+            usleep(100);
+        usleep(2000); /* past the starvation bound */
+        while (!at_load(&s.done, SC) && sqf_now() < stop) {
+            /* Make an item (room), then try to take it back at once. */
+            int r = producers ? sqf_queue_pop(q, &x) : sqf_queue_push(q, &one);
+            CHECK_EQ(r, 0);
+            r = producers ? sqf_queue_trypush(q, &one) : sqf_queue_trypop(q, &x);
+            if (r == 0) continue; /* barged in ahead of the sleeper */
+            CHECK_EQ(r, EBUSY);
+            /* Refused: either the sleeper took it, or it is HUNGRY and the
+             * item (room) is still there for it. */
+            if (sqf_queue_size(q) == (producers ? 0u : 1u) && (at_load(hungry, SC) & 1))
+                refused = true;
+            break;
+        }
+        while (!at_load(&s.done, SC) && sqf_now() < stop)
+            usleep(100);
+        if (!at_load(&s.done, SC)) sqf_queue_close(q); /* out of time: end it, and fail */
+        CHECK_EQ(pthread_join(t, NULL), 0);
+        CHECK_EQ(s.rc, 0);
+        if (!producers) CHECK_EQ(s.value, 1);
+        CHECK_EQ(at_load(hungry, SC) & 1, 0); /* hand-off mode ended with it */
+        CHECK_EQ(sqf_queue_size(q), producers ? 1u : 0u);
+        rounds++;
+    }
+    CHECK(refused);
+    CHECK_EQ(sqf_queue_destroy(q), 0);
+    free(q);
+    (void)rounds;
+}
+
 int main(void)
 {
     watchdog(60);
@@ -273,5 +342,7 @@ int main(void)
     test_token();
     test_batch_wakes_sleepers();
     test_full_wakes_producers();
+    test_starving_waiter(false);
+    test_starving_waiter(true);
     return check_done();
 }

@@ -42,8 +42,9 @@
  *   n == 0 for the batch forms; a queue not initialised (zeroed memory is
  *   not a queue: its capacity is 0).
  * - ENOTSUP: SQF_SHARED with a wait backend that cannot share (portable).
- * - EBUSY: trypush found no room, trypop found no item; destroy found a
- *   thread inside a blocking push or pop.  "No item" includes an item whose
+ * - EBUSY: trypush found no room, trypop found no item, or a starving
+ *   waiter of its side is being served first (see fairness); destroy found
+ *   a thread inside a blocking push or pop.  "No item" includes an item whose
  *   push has taken its position but not yet returned (it is still copying
  *   in), even if later pushes have returned; "no room" likewise includes a
  *   slot whose pop is still copying out (see Progress).
@@ -64,12 +65,21 @@
  *
  * Order and fairness: items leave in the order their pushes took the tail
  * (one total order, so items of one producer leave in its order); a batch
- * is contiguous.  Among threads there is no fairness beyond the kernel's:
- * sleepers are woken in the order they went to sleep (FIFO futex queue),
- * but a running consumer may take an item before the sleeper woken for it
- * is scheduled (as with sqf_sem), and that sleeper then sleeps again.  No
- * item is ever left behind with a consumer asleep, but under sustained
- * overload one particular waiter has no bound on its wait.
+ * is contiguous.  By default an item (a free slot) goes to whichever pop
+ * (push) takes it first: a running thread may take it before the sleeper
+ * woken for it is scheduled, and that sleeper sleeps again.  That keeps
+ * the queue moving without waiting for the scheduler.  So that no waiter
+ * starves, one that has slept for over 1 ms and wakes to nothing claims
+ * hand-off mode for its side (as sqf_mutex's STARVING): until it is served
+ * or gives up, no other pop (push) takes an item (slot) on an open queue
+ * (trypop and trypush say EBUSY), and each push (pop) wakes it alone.  It
+ * wakes the others when it leaves.  One waiter per side holds the mode at a
+ * time; the others take their turn after it, in the kernel's FIFO order of
+ * sleepers.  So a waiter is passed over for about 1 ms plus the turns of
+ * the starving waiters ahead of it, each served by the next item (slot).
+ * A wake-up that finds the starving waiter not asleep (it is running, or
+ * its process was killed) ends the mode early; a running one claims it
+ * again if it must sleep again, so one more thread may slip in first.
  *
  * Progress: a push (pop) that has taken the tail (head) position copies its
  * item and then publishes it; a thread preempted in between holds up the
@@ -81,15 +91,19 @@
  *
  * How it waits: a push that finds the queue full (a pop that finds it
  * empty) spins briefly, then counts itself in `psleep` (`csleep`) and
- * sleeps on `pseq` (`cseq`) until a pop (push) advances it.  A pop that
- * takes k items wakes min(k, sleeping producers) with one FUTEX_WAKE; a push
- * likewise wakes consumers; with nobody counted it makes no system call.
+ * sleeps on `pseq` (`cseq`) until a pop (push) advances it.  A pop (push)
+ * that makes room for (publishes) k items wakes, with one FUTEX_WAKE, as
+ * many sleepers as there are now free slots (items), at least k, and only
+ * those not already being woken; with nobody counted it makes no system
+ * call.  A starving waiter sleeps on `phungry` (`chungry`) instead.
  *
  * Wake-ups: so a push_n of k items to k sleeping consumers costs the
- * producer one system call and the consumers O(k) wake-ups in total, and no
- * woken thread waits for another to be scheduled (seeds/000's "square"
- * cure).  A woken waiter that finds its item taken sleeps again; each item
- * causes at most one such futile wake-up.
+ * producer one system call (two in hand-off mode: the starving consumer
+ * wakes the rest) and the consumers O(k) wake-ups in total, and no woken
+ * thread waits for another to be scheduled (seeds/000's "square" cure).  A
+ * woken waiter that finds its item taken sleeps again; each item causes at
+ * most one such futile wake-up, plus one for each sleeper woken for an item
+ * that was still being copied in (it is woken again when that push ends).
  *
  * Processes: with SQF_SHARED in shared memory it works between processes.
  * A process killed while it sleeps in push or pop stays counted (one futile
@@ -120,6 +134,14 @@
  *          itself off (never below 0).  Too low costs a futile wake-up, and
  *          it is never too high: a thread dequeued by a wake always runs
  *          its step, or has died (and then stays in csleep too).
+ *   chungry, phungry  the starving consumer (producer), if any: bit 0
+ *          HUNGRY; bits 1..15 the generation of the claim that set it (so
+ *          that its owner clears only its own claim); bits 16..31 a
+ *          sequence the owner sleeps on, advanced by each wake-up sent to
+ *          it.  Set by a counted waiter that has slept over 1 ms; cleared
+ *          by its owner when it returns, or by a wake-up that finds it not
+ *          asleep.  While set on an open queue, only its owner takes items
+ *          (slots).
  *   flags  SHARED (bit 0).
  */
 #ifndef SQUAREFREE_QUEUE_H
@@ -143,7 +165,8 @@ typedef struct sqf_queue {
     SQF_WORD psleep_, pseq_, pwoken_; /* producers */
     SQF_WORD flags_;                  /* SHARED */
     uint32_t capacity_, item_size_, slot_size_, shift_;
-    char pad2_[20]; /* the slots start on a line of their own */
+    SQF_WORD chungry_, phungry_; /* the starving consumer (producer), if any */
+    char pad2_[12];              /* the slots start on a line of their own */
 } sqf_queue;
 
 struct sqf_cancel;
