@@ -44,6 +44,9 @@
 #define Q_CLOSED (1ull << 63)
 #define Q_SHARED 1u
 #define Q_SPINS  32 /* looks before sleeping, when spinning may help */
+/* ring_push/ring_pop: nothing to take now, but only because of a slot
+ * still being copied (an internal EBUSY). */
+#define Q_INFLIGHT (-100)
 
 /* How long a waiter sleeps before it claims hand-off mode (HUNGRY). */
 #ifndef SQF_QUEUE_STARVE_NS
@@ -128,6 +131,8 @@ int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned fla
     at_store((sqf_word *)&q->pseq_, 0, RLX);
     at_store((sqf_word *)&q->pwoken_, 0, RLX);
     at_store((sqf_word *)&q->chungry_, 0, RLX);
+    at_store((sqf_word *)&q->cblocked_, 0, RLX);
+    at_store((sqf_word *)&q->pblocked_, 0, RLX);
     at_store((sqf_word *)&q->phungry_, 0, RLX);
     at_store((sqf_word *)&q->flags_, (flags & SQF_SHARED) ? Q_SHARED : 0, RLX);
     at_store64(q_head(q), 0, RLX);
@@ -145,8 +150,8 @@ int sqf_queue_destroy(sqf_queue *q)
 /* ---- the ring ---------------------------------------------------------- */
 
 /* Push up to n items (at least one), without waiting: 0 with *k pushed, or
- * EBUSY (no room now: full, or the oldest slot still being copied out), or
- * EPIPE (closed). */
+ * EBUSY (full), Q_INFLIGHT (room, but behind the oldest slot, whose pop is
+ * still copying out), or EPIPE (closed). */
 static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
 {
     uint64_t t = at_load64(q_tail(q), ACQ); /* ACQ: an EPIPE acquires the close */
@@ -159,7 +164,10 @@ static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
              * pop of it, or last lap's push into it, is still copying.
              * Never wait for that here: the thread doing it may be
              * preempted; the caller sleeps until its pop wakes it. */
-            if (s < t) return EBUSY;
+            if (s < t) { /* full, or room behind a pop still copying out */
+                uint64_t h = at_load64(q_head(q), ACQ);
+                return linear(q, t) - linear(q, h) < q->capacity_ ? Q_INFLIGHT : EBUSY;
+            }
             t = at_load64(q_tail(q), ACQ); /* ahead: another push took t: look again */
             continue;
         }
@@ -184,8 +192,8 @@ static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
 }
 
 /* Pop up to n items (at least one), without waiting: 0 with *k popped,
- * EBUSY (nothing now: empty, or the next item still being copied in), or
- * EPIPE (closed and empty). */
+ * EBUSY (empty), Q_INFLIGHT (items, but behind the next one, whose push is
+ * still copying in), or EPIPE (closed and empty). */
 static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
 {
     const uint64_t lap = q_lap(q);
@@ -203,7 +211,7 @@ static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
                 at_fence(SC);
                 uint64_t t = at_load64(q_tail(q), ACQ);
                 if ((t & ~Q_CLOSED) == h) return (t & Q_CLOSED) ? EPIPE : EBUSY;
-                return EBUSY;
+                return Q_INFLIGHT; /* items behind a push still copying in */
             }
             h = at_load64(q_head(q), RLX); /* ahead: another pop took h */
             continue;
@@ -266,12 +274,13 @@ static void sub_clamped(sqf_word *woken, uint32_t d)
  * wake finds it not asleep, it is running (and looks again before it
  * sleeps) or dead (a killed process): hand-off mode ends, so that nobody
  * waits on it.  On a closed queue everyone is woken. */
-static void wake_side(sqf_queue *q, bool consumers, size_t k)
+static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
 {
     sqf_word *sleep = (sqf_word *)(consumers ? &q->csleep_ : &q->psleep_);
     sqf_word *woken = (sqf_word *)(consumers ? &q->cwoken_ : &q->pwoken_);
     sqf_word *seq = (sqf_word *)(consumers ? &q->cseq_ : &q->pseq_);
     sqf_word *hungry = hungry_of(q, consumers);
+    sqf_word *blocked = (sqf_word *)(consumers ? &q->cblocked_ : &q->pblocked_);
     bool shared = q_shared(q);
     at_fence(SC);
     uint32_t s = at_load(sleep, RLX);
@@ -286,18 +295,26 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k)
             if (!closed) return;
             break;
         }
-        if (at_cas(hungry, &hv, hv & ~H_HUNGRY, RLX)) break;
+        if (at_cas(hungry, &hv, hv & ~H_HUNGRY, RLX)) {
+            fill = true; /* it held the others back: wake them for all there is */
+            break;
+        }
     }
     /* Everyone on a closed queue: one that went back to sleep after the
      * close's wake-up (an item was still being copied in) may find the
      * queue drained by that item's consumer, and must see EPIPE. */
     if (closed) k = s;
-    /* Wake as many as there may now be items (room) for, not only k: a
+    /* Wake as many as there may now be items (room) for, not only k, when
+     * a sleeper said it was blocked behind a slot still being copied: a
      * sleeper woken earlier for a later item may have found it behind this
-     * one, still being copied in (out), and slept again; its wake-up was
-     * spent, and only this one can make that item reachable. */
-    size_t size = items_between(q, h, t), more = consumers ? size : q->capacity_ - size;
-    if (more > k) k = more;
+     * one, and slept again; its wake-up was spent, and only this one can
+     * make that item reachable.  (Also when a starving waiter leaves: it
+     * held the others back.)  Otherwise k: one wake-up per item. */
+    if (at_load(blocked, RLX) && at_xchg(blocked, 0, RLX)) fill = true;
+    if (fill) {
+        size_t size = items_between(q, h, t), more = consumers ? size : q->capacity_ - size;
+        if (more > k) k = more;
+    }
     /* Only sleepers not already being woken (see cwoken in the header). */
     uint32_t w = at_load(woken, RLX), n;
     do {
@@ -324,7 +341,7 @@ static void leave(sqf_queue *q, struct sqf_queue_wait_ *w, bool push)
     uint32_t hv = at_load(hungry, RLX);
     while ((hv & H_HUNGRY) && (hv & H_GEN_MASK) == w->gen) {
         if (at_cas(hungry, &hv, hv & ~H_HUNGRY, REL)) {
-            wake_side(q, !push, 0);
+            wake_side(q, !push, 0, true);
             return;
         }
     }
@@ -374,12 +391,25 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             w->spins = 0;
         } else {
             r = push ? ring_push(q, w->in, w->n, &k) : ring_pop(q, w->out, w->n, &k);
+            if (r == Q_INFLIGHT) {
+                r = EBUSY;
+                /* Before sleeping behind a slot still being copied, say so,
+                 * then look again (SC: as csleep below), so that the push
+                 * (pop) ending that copy wakes for every item (slot) past
+                 * it, not one. */
+                sqf_word *blocked = (sqf_word *)(push ? &q->pblocked_ : &q->cblocked_);
+                if (w->registered && !at_load(blocked, RLX)) {
+                    at_store(blocked, 1, RLX);
+                    at_fence(SC);
+                    continue;
+                }
+            }
         }
         if (r != EBUSY) {
             leave(q, w, push);
             if (r == 0) {
                 if (w->moved) *w->moved = k;
-                wake_side(q, push, k); /* a push wakes consumers, a pop producers */
+                wake_side(q, push, k, false); /* a push wakes consumers, a pop producers */
             }
             return r;
         }
@@ -501,8 +531,8 @@ int sqf_queue_close(sqf_queue *q)
     uint64_t t = at_load64(q_tail(q), RLX);
     while (!(t & Q_CLOSED) && !at_cas64(q_tail(q), &t, t | Q_CLOSED, REL)) {
     }
-    wake_side(q, true, INT_MAX);
-    wake_side(q, false, INT_MAX);
+    wake_side(q, true, INT_MAX, false);
+    wake_side(q, false, INT_MAX, false);
     return 0;
 }
 

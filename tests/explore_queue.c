@@ -273,6 +273,42 @@ static const char *check_timed(void)
     return all_once(3, 1);
 }
 
+/* --- hand-off mode: a batch of 3 and 3 single pushes, 3 consumers x 2,
+ * capacity 4 ---
+ * Enough sleepers and items that a consumer starves (the explorer's bound
+ * is 30 us) while others are held back behind it, and publications arrive
+ * while it runs, so that hand-off mode also ends by a wake that finds it
+ * awake: the held-back consumers must then be woken for every item. */
+static void setup_hungry(void)
+{
+    reset(4);
+}
+
+static void body_hungry(int id, void *arg)
+{
+    (void)arg;
+    if (id == 0) { /* one batch: the starving consumer takes one, and wakes the rest */
+        int items[3] = {0, 1, 2};
+        for (size_t done = 0, k = 0; done < 3; done += k)
+            EXPLORE_REQUIRE(sqf_queue_push_n(q, items + done, 3 - done, &k, SQF_FOREVER, NULL) ==
+                            0);
+    } else if (id == 1) {
+        for (int s = 0; s < 3; s++)
+            EXPLORE_REQUIRE(sqf_queue_push(q, &(int){4 + s}) == 0);
+    } else {
+        for (int k = 0; k < 2; k++) {
+            int v = -1;
+            EXPLORE_REQUIRE(sqf_queue_pop(q, &v) == 0);
+            got(id - 2, v);
+        }
+    }
+}
+
+static const char *check_hungry(void)
+{
+    return all_once(3, 2);
+}
+
 int main(void)
 {
     struct explore_case cases[] = {
@@ -287,6 +323,8 @@ int main(void)
          0},
         {"queue close while a push is in flight, 3 consumers", 5, setup_close_inflight,
          body_close_inflight, check_close_inflight, 8000, 0},
+        {"queue hand-off mode: a batch and single pushes, 3 consumers x 2", 5, setup_hungry,
+         body_hungry, check_hungry, 8000, 0},
         {"queue a timed consumer beside a blocking one", 3, setup_timed, body_timed, check_timed,
          8000, 100},
     };

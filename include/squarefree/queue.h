@@ -92,10 +92,11 @@
  * How it waits: a push that finds the queue full (a pop that finds it
  * empty) spins briefly, then counts itself in `psleep` (`csleep`) and
  * sleeps on `pseq` (`cseq`) until a pop (push) advances it.  A pop (push)
- * that makes room for (publishes) k items wakes, with one FUTEX_WAKE, as
- * many sleepers as there are now free slots (items), at least k, and only
- * those not already being woken; with nobody counted it makes no system
- * call.  A starving waiter sleeps on `phungry` (`chungry`) instead.
+ * that makes room for (publishes) k items wakes, with one FUTEX_WAKE, k
+ * sleepers not already being woken (as many as there are now free slots
+ * (items) if a sleeper is blocked behind a slot still being copied); with
+ * nobody counted it makes no system call.  A starving waiter sleeps on `phungry` (`chungry`)
+ * instead.
  *
  * Wake-ups: so a push_n of k items to k sleeping consumers costs the
  * producer one system call (two in hand-off mode: the starving consumer
@@ -142,6 +143,10 @@
  *          by its owner when it returns, or by a wake-up that finds it not
  *          asleep.  While set on an open queue, only its owner takes items
  *          (slots).
+ *   cblocked, pblocked  1 when a counted consumer (producer) found items
+ *          (room) only behind a slot still being copied, and is going to
+ *          sleep; the next publication (free) clears it and then wakes as
+ *          many as there are items (room), not just one per item it added.
  *   flags  SHARED (bit 0).
  */
 #ifndef SQUAREFREE_QUEUE_H
@@ -165,8 +170,9 @@ typedef struct sqf_queue {
     SQF_WORD psleep_, pseq_, pwoken_; /* producers */
     SQF_WORD flags_;                  /* SHARED */
     uint32_t capacity_, item_size_, slot_size_, shift_;
-    SQF_WORD chungry_, phungry_; /* the starving consumer (producer), if any */
-    char pad2_[12];              /* the slots start on a line of their own */
+    SQF_WORD chungry_, phungry_;   /* the starving consumer (producer), if any */
+    SQF_WORD cblocked_, pblocked_; /* a sleeper is behind a slot being copied */
+    char pad2_[4];                 /* the slots start on a line of their own */
 } sqf_queue;
 
 struct sqf_cancel;
