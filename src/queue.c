@@ -24,8 +24,8 @@
  * cseq before waking.  The pop sleeps only while cseq still holds what it
  * read before its last look, so a wake sent after that look cannot miss it.
  *
- * No item is stranded with a consumer asleep: a push wakes as many
- * sleepers (not already being woken) as there are items in the queue, and
+ * No item is stranded with a consumer asleep: a push wakes one sleeper per
+ * item it adds (as many as there are items if one said it is blocked), and
  * FUTEX_WAKE dequeues only threads that are queued; a woken consumer
  * either takes an item, or finds it taken (by a running consumer, which is
  * fine), or finds it behind an item still being copied in (then that
@@ -126,10 +126,8 @@ int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned fla
         at_store64(stamp_of(q, i), i, RLX);
     at_store((sqf_word *)&q->csleep_, 0, RLX);
     at_store((sqf_word *)&q->cseq_, 0, RLX);
-    at_store((sqf_word *)&q->cwoken_, 0, RLX);
     at_store((sqf_word *)&q->psleep_, 0, RLX);
     at_store((sqf_word *)&q->pseq_, 0, RLX);
-    at_store((sqf_word *)&q->pwoken_, 0, RLX);
     at_store((sqf_word *)&q->chungry_, 0, RLX);
     at_store((sqf_word *)&q->cblocked_, 0, RLX);
     at_store((sqf_word *)&q->pblocked_, 0, RLX);
@@ -255,16 +253,6 @@ static inline sqf_word *hungry_of(sqf_queue *q, bool consumers)
     return (sqf_word *)(consumers ? &q->chungry_ : &q->phungry_);
 }
 
-/* cwoken/pwoken -= d, not below 0: the loop driver may report one wake-up
- * to several waiters (waitop.h), so decrements can outnumber wake-ups; too
- * low costs a futile wake-up, a wrap would stop every wake-up. */
-static void sub_clamped(sqf_word *woken, uint32_t d)
-{
-    uint32_t x = at_load(woken, RLX);
-    while (x && !at_cas(woken, &x, x > d ? x - d : 0, RLX)) {
-    }
-}
-
 /* After k items (slots) were published (freed), or a starving waiter was
  * served: wake the other side's sleepers, if any is counted.  SC fence: see
  * the file comment.
@@ -277,7 +265,6 @@ static void sub_clamped(sqf_word *woken, uint32_t d)
 static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
 {
     sqf_word *sleep = (sqf_word *)(consumers ? &q->csleep_ : &q->psleep_);
-    sqf_word *woken = (sqf_word *)(consumers ? &q->cwoken_ : &q->pwoken_);
     sqf_word *seq = (sqf_word *)(consumers ? &q->cseq_ : &q->pseq_);
     sqf_word *hungry = hungry_of(q, consumers);
     sqf_word *blocked = (sqf_word *)(consumers ? &q->cblocked_ : &q->pblocked_);
@@ -315,16 +302,14 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
         size_t size = items_between(q, h, t), more = consumers ? size : q->capacity_ - size;
         if (more > k) k = more;
     }
-    /* Only sleepers not already being woken (see cwoken in the header). */
-    uint32_t w = at_load(woken, RLX), n;
-    do {
-        if (w >= s) return;
-        n = k < s - w ? (uint32_t)k : s - w;
-    } while (n && !at_cas(woken, &w, w + n, RLX));
-    if (!n) return;
+    /* Sleepers counted but not asleep yet (between their count and the
+     * futex) see seq move and look again; the rest are woken.  No wake-up
+     * is skipped because another may be on its way: a waker cannot know
+     * whether the sleepers it counted were on the futex, and a skipped one
+     * stranded an item. */
+    uint32_t n = k < s ? (uint32_t)k : s;
     at_add(seq, 1, REL);
-    int got = sqf_wake(seq, n > INT_MAX ? INT_MAX : (int)n, shared);
-    if ((uint32_t)got < n) sub_clamped(woken, n - (uint32_t)got);
+    if (n) sqf_wake(seq, n > INT_MAX ? INT_MAX : (int)n, shared);
 }
 
 /* ---- waiting ----------------------------------------------------------- */
@@ -367,14 +352,9 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
     if (how == SQF_OP_START) {
         w->registered = false;
         w->owner = false;
-        w->on_hungry = false;
         w->stop = 0;
         w->spins = op->may_spin && sqf_ncpu() > 1 ? Q_SPINS : 0;
     } else {
-        if (how == SQF_WAIT_WOKEN && !w->on_hungry) {
-            /* no longer being woken: off cwoken/pwoken */
-            sub_clamped((sqf_word *)(push ? &q->pwoken_ : &q->cwoken_), 1);
-        }
         if (how == ECANCELED || how == ENOTSUP) w->stop = how;
     }
     for (;;) {
@@ -448,7 +428,6 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             }
             continue;
         }
-        w->on_hungry = w->owner;
         op->word = w->owner ? hungry : seq;
         op->expected = w->owner ? hv : v;
         op->shared = q_shared(q);

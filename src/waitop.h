@@ -21,8 +21,7 @@
  *                   wake-up (a hand-off) and must use it or pass it on.
  *                   The loop driver's shared waits (src/loop/split.c)
  *                   report it to every member for one wake-up, so a step
- *                   may act on it but must not count it (sqf_queue's
- *                   cwoken clamps at 0 for that reason);
+ *                   may act on it but must not count it;
  *   EAGAIN          op->word no longer held op->expected: never slept;
  *   EINTR           spurious (a signal, a stale token wake-up);
  *   ETIMEDOUT       op->deadline passed while asleep (nothing consumed);
@@ -151,7 +150,6 @@ struct sqf_waitop {
             uint32_t gen;       /* its claim on chungry/phungry, if owner */
             bool registered;    /* counted in csleep or psleep */
             bool owner;         /* the starving waiter: set HUNGRY */
-            bool on_hungry;     /* slept on chungry/phungry, not cseq/pseq */
         } queue;
         struct {
             sqf_robust_mutex *m;

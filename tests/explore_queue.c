@@ -309,6 +309,48 @@ static const char *check_hungry(void)
     return all_once(3, 2);
 }
 
+/* --- stress_queue's close round in small: a closer (after a varying
+ * delay), 2 producers pushing until EPIPE, 2 consumers popping until EPIPE,
+ * capacity 1: everything pushed is popped once, every consumer sees EPIPE,
+ * nobody is left asleep. */
+static int pushed_ok[2];
+static void setup_close_race(void)
+{
+    reset(1);
+    pushed_ok[0] = pushed_ok[1] = 0;
+}
+
+static void body_close_race(int id, void *arg)
+{
+    (void)arg;
+    if (id == 0) {
+        for (int i = 0; i < (int)(explore_seed / 7 % 60); i++)
+            dsched_yield();
+        EXPLORE_REQUIRE(sqf_queue_close(q) == 0);
+    } else if (id <= 2) {
+        int r = 0;
+        for (int s = 0; s < 3 && (r = sqf_queue_push(q, &(int){(id - 1) * 4 + s})) == 0; s++)
+            pushed_ok[id - 1]++;
+        EXPLORE_REQUIRE(r == 0 || r == EPIPE);
+    } else {
+        int v, r;
+        while ((r = sqf_queue_pop(q, &v)) == 0)
+            got(id - 3, v);
+        EXPLORE_REQUIRE(r == EPIPE);
+        epipes++;
+    }
+}
+
+static const char *check_close_race(void)
+{
+    if (epipes != 2) return "a consumer did not get EPIPE";
+    for (int p = 0; p < 2; p++)
+        for (int s = 0; s < 3; s++)
+            if (popped[p * 4 + s] != (s < pushed_ok[p])) return "an item was lost or popped twice";
+    if (sqf_queue_destroy(q) != 0) return "a waiter is still counted";
+    return NULL;
+}
+
 int main(void)
 {
     struct explore_case cases[] = {
@@ -323,6 +365,8 @@ int main(void)
          0},
         {"queue close while a push is in flight, 3 consumers", 5, setup_close_inflight,
          body_close_inflight, check_close_inflight, 8000, 0},
+        {"queue close racing 2 producers and 2 consumers", 5, setup_close_race, body_close_race,
+         check_close_race, 8000, 0},
         {"queue hand-off mode: a batch and single pushes, 3 consumers x 2", 5, setup_hungry,
          body_hungry, check_hungry, 8000, 0},
         {"queue a timed consumer beside a blocking one", 3, setup_timed, body_timed, check_timed,

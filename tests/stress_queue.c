@@ -263,13 +263,12 @@ static void hang_report(int sig)
     int n = snprintf(b, sizeof b, "stress_queue: hang in %s", phase);
     if (q)
         n += snprintf(b + n, sizeof b - (size_t)n,
-                      ": tail %#llx head %#llx csleep %u cwoken %u cseq %u psleep %u pwoken %u "
-                      "pseq %u size %zu chungry %#x phungry %#x cblocked %u pblocked %u",
+                      ": tail %#llx head %#llx csleep %u cseq %u psleep %u pseq %u size %zu "
+                      "chungry %#x phungry %#x cblocked %u pblocked %u",
                       (unsigned long long)atomic_load(&q->tail_),
                       (unsigned long long)atomic_load(&q->head_), atomic_load(&q->csleep_),
-                      atomic_load(&q->cwoken_), atomic_load(&q->cseq_), atomic_load(&q->psleep_),
-                      atomic_load(&q->pwoken_), atomic_load(&q->pseq_), sqf_queue_size(q),
-                      atomic_load(&q->chungry_), atomic_load(&q->phungry_),
+                      atomic_load(&q->cseq_), atomic_load(&q->psleep_), atomic_load(&q->pseq_),
+                      sqf_queue_size(q), atomic_load(&q->chungry_), atomic_load(&q->phungry_),
                       atomic_load(&q->cblocked_), atomic_load(&q->pblocked_));
     n += snprintf(b + n, sizeof b - (size_t)n, "\n");
     ssize_t w = write(2, b, (size_t)n);

@@ -92,11 +92,12 @@
  * How it waits: a push that finds the queue full (a pop that finds it
  * empty) spins briefly, then counts itself in `psleep` (`csleep`) and
  * sleeps on `pseq` (`cseq`) until a pop (push) advances it.  A pop (push)
- * that makes room for (publishes) k items wakes, with one FUTEX_WAKE, k
- * sleepers not already being woken (as many as there are now free slots
- * (items) if a sleeper is blocked behind a slot still being copied); with
- * nobody counted it makes no system call.  A starving waiter sleeps on `phungry` (`chungry`)
- * instead.
+ * that makes room for (publishes) k items wakes k sleepers with one
+ * FUTEX_WAKE (as many as there are now free slots (items) if a sleeper is
+ * blocked behind a slot still being copied); with nobody counted it makes
+ * no system call.  While a woken sleeper is on its way it is still
+ * counted, so each publication meanwhile makes a system call too.  A starving waiter sleeps on
+ * `phungry` (`chungry`) instead.
  *
  * Wake-ups: so a push_n of k items to k sleeping consumers costs the
  * producer one system call (two in hand-off mode: the starving consumer
@@ -126,15 +127,8 @@
  *   csleep, psleep  consumers (producers) inside a blocking pop (push) that
  *          found nothing (no room), counted before their last look and
  *          uncounted after; never fewer than those asleep on the futex.
- *   cseq, pseq  sequence words they sleep on, advanced before each wake.
- *   cwoken, pwoken  sleepers woken that have not yet run: a wake-up is sent
- *          only for sleepers beyond them (csleep - cwoken), so a stream of
- *          pushes does not make a system call each while one woken
- *          consumer is on its way.  A waker adds what it will wake, then
- *          takes back what FUTEX_WAKE did not find; each woken sleeper takes
- *          itself off (never below 0).  Too low costs a futile wake-up, and
- *          it is never too high: a thread dequeued by a wake always runs
- *          its step, or has died (and then stays in csleep too).
+ *   cseq, pseq  sequence words they sleep on, advanced by every push
+ *          (pop) that finds a sleeper counted, before it wakes any.
  *   chungry, phungry  the starving consumer (producer), if any: bit 0
  *          HUNGRY; bits 1..15 the generation of the claim that set it (so
  *          that its owner clears only its own claim); bits 16..31 a
@@ -166,13 +160,13 @@ typedef struct sqf_queue {
     char pad0_[56];   /* tail and head on lines of their own */
     SQF_WORD64 head_;
     char pad1_[56];
-    SQF_WORD csleep_, cseq_, cwoken_; /* consumers: counted, their word, being woken */
-    SQF_WORD psleep_, pseq_, pwoken_; /* producers */
-    SQF_WORD flags_;                  /* SHARED */
+    SQF_WORD csleep_, cseq_; /* consumers: counted, the word they sleep on */
+    SQF_WORD psleep_, pseq_; /* producers */
+    SQF_WORD flags_;         /* SHARED */
     uint32_t capacity_, item_size_, slot_size_, shift_;
     SQF_WORD chungry_, phungry_;   /* the starving consumer (producer), if any */
     SQF_WORD cblocked_, pblocked_; /* a sleeper is behind a slot being copied */
-    char pad2_[4];                 /* the slots start on a line of their own */
+    char pad2_[12];                /* the slots start on a line of their own */
 } sqf_queue;
 
 struct sqf_cancel;
