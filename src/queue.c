@@ -282,7 +282,10 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
             if (!closed) return;
             break;
         }
-        if (at_cas(hungry, &hv, hv & ~H_HUNGRY, RLX)) {
+        if (at_cas(hungry, &hv, hv & ~H_HUNGRY, REL)) {
+            /* It may have read the bumped word and gone to sleep on it
+             * between our wake and our clear: wake it again. */
+            sqf_wake(hungry, INT_MAX, shared);
             fill = true; /* it held the others back: wake them for all there is */
             break;
         }
