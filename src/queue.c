@@ -248,9 +248,18 @@ static size_t items_between(const sqf_queue *q, uint64_t h, uint64_t t)
 #define H_GEN_MASK 0xfffeu
 #define H_SEQ_ONE  0x10000u
 
-static inline sqf_word *hungry_of(sqf_queue *q, bool consumers)
+/* One side's words: the consumers' (c...) or the producers' (p...). */
+struct q_side {
+    sqf_word *sleep, *seq, *hungry, *blocked;
+};
+
+static inline struct q_side side_of(sqf_queue *q, bool consumers)
 {
-    return (sqf_word *)(consumers ? &q->chungry_ : &q->phungry_);
+    if (consumers)
+        return (struct q_side){(sqf_word *)&q->csleep_, (sqf_word *)&q->cseq_,
+                               (sqf_word *)&q->chungry_, (sqf_word *)&q->cblocked_};
+    return (struct q_side){(sqf_word *)&q->psleep_, (sqf_word *)&q->pseq_, (sqf_word *)&q->phungry_,
+                           (sqf_word *)&q->pblocked_};
 }
 
 /* After k items (slots) were published (freed), or a starving waiter was
@@ -264,10 +273,8 @@ static inline sqf_word *hungry_of(sqf_queue *q, bool consumers)
  * waits on it.  On a closed queue everyone is woken. */
 static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
 {
-    sqf_word *sleep = (sqf_word *)(consumers ? &q->csleep_ : &q->psleep_);
-    sqf_word *seq = (sqf_word *)(consumers ? &q->cseq_ : &q->pseq_);
-    sqf_word *hungry = hungry_of(q, consumers);
-    sqf_word *blocked = (sqf_word *)(consumers ? &q->cblocked_ : &q->pblocked_);
+    struct q_side d = side_of(q, consumers);
+    sqf_word *sleep = d.sleep, *seq = d.seq, *hungry = d.hungry, *blocked = d.blocked;
     bool shared = q_shared(q);
     at_fence(SC);
     uint32_t s = at_load(sleep, RLX);
@@ -321,11 +328,12 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
  * out of HUNGRY (only its own claim), waking those it held back. */
 static void leave(sqf_queue *q, struct sqf_queue_wait_ *w, bool push)
 {
-    if (w->registered) at_sub((sqf_word *)(push ? &q->psleep_ : &q->csleep_), 1, RLX);
+    struct q_side d = side_of(q, !push);
+    if (w->registered) at_sub(d.sleep, 1, RLX);
     w->registered = false;
     if (!w->owner) return;
     w->owner = false;
-    sqf_word *hungry = hungry_of(q, !push);
+    sqf_word *hungry = d.hungry;
     uint32_t hv = at_load(hungry, RLX);
     while ((hv & H_HUNGRY) && (hv & H_GEN_MASK) == w->gen) {
         if (at_cas(hungry, &hv, hv & ~H_HUNGRY, REL)) {
@@ -349,9 +357,8 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
 {
     struct sqf_queue_wait_ *w = &op->u.queue;
     sqf_queue *q = w->q;
-    sqf_word *sleep = (sqf_word *)(push ? &q->psleep_ : &q->csleep_);
-    sqf_word *seq = (sqf_word *)(push ? &q->pseq_ : &q->cseq_);
-    sqf_word *hungry = hungry_of(q, !push);
+    struct q_side d = side_of(q, !push);
+    sqf_word *sleep = d.sleep, *seq = d.seq, *hungry = d.hungry;
     if (how == SQF_OP_START) {
         w->registered = false;
         w->owner = false;
@@ -380,9 +387,8 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
                  * then look again (SC: as csleep below), so that the push
                  * (pop) ending that copy wakes for every item (slot) past
                  * it, not one. */
-                sqf_word *blocked = (sqf_word *)(push ? &q->pblocked_ : &q->cblocked_);
-                if (w->registered && !at_load(blocked, RLX)) {
-                    at_store(blocked, 1, RLX);
+                if (w->registered && !at_load(d.blocked, RLX)) {
+                    at_store(d.blocked, 1, RLX);
                     at_fence(SC);
                     continue;
                 }

@@ -294,7 +294,6 @@ static void test_starving_waiter(bool producers)
     int one = 1, x;
     if (producers) CHECK_EQ(sqf_queue_push(q, &one), 0); /* full */
     bool refused = false;
-    int rounds = 0;
     sqf_deadline stop = sqf_after(5 * SQF_SEC);
     while (!refused && sqf_now() < stop) {
         struct starver s = {q, producers, producers ? 2 : 0, -1, 0};
@@ -324,12 +323,10 @@ static void test_starving_waiter(bool producers)
         if (!producers) CHECK_EQ(s.value, 1);
         CHECK_EQ(at_load(hungry, SC) & 1, 0); /* hand-off mode ended with it */
         CHECK_EQ(sqf_queue_size(q), producers ? 1u : 0u);
-        rounds++;
     }
     CHECK(refused);
     CHECK_EQ(sqf_queue_destroy(q), 0);
     free(q);
-    (void)rounds;
 }
 
 int main(void)
