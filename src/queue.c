@@ -20,9 +20,12 @@
  * nothing counts itself in csleep, then (a seq_cst fence) looks again; a
  * push publishes its items, then (a seq_cst fence) reads csleep.  Of the
  * two, at least one sees the other's write (store-buffering with fences):
- * the pop finds the item, or the push finds the pop counted, and advances
- * cseq before waking.  The pop sleeps only while cseq still holds what it
- * read before its last look, so a wake sent after that look cannot miss it.
+ * the pop finds the item, or the push finds the pop counted.  Then the
+ * same again on cseq: the pop marks it SLEEPER (a CAS), and after a fence
+ * looks again; the push reads it after its fence, and if SLEEPER is set,
+ * advances it before waking.  The pop sleeps only while cseq still holds
+ * what it read before its last look, so a wake sent after that look cannot
+ * miss it, and a push that found SLEEPER clear needs to wake nobody.
  *
  * No item is stranded with a consumer asleep: a push wakes one sleeper per
  * item it adds (as many as there are items if one said it is blocked), and
@@ -241,12 +244,21 @@ static size_t items_between(const sqf_queue *q, uint64_t h, uint64_t t)
 }
 
 /* The starving waiter's word (chungry/phungry, see the header): bit 0
- * HUNGRY, bits 1..15 the claim's generation, bits 16..31 a sequence the
- * starving waiter sleeps on. */
+ * HUNGRY, bits 1..14 the claim's generation, bit 15 MISSED (a wake-up
+ * found it not asleep, and it has not looked since), bits 16..31 a
+ * sequence the starving waiter sleeps on. */
 #define H_HUNGRY   1u
 #define H_GEN_ONE  2u
-#define H_GEN_MASK 0xfffeu
+#define H_GEN_MASK 0x7ffeu
+#define H_MISSED   0x8000u
 #define H_SEQ_ONE  0x10000u
+
+/* The sequence words (cseq/pseq, see the header): bit 0 SLEEPER (a sleeper
+ * may be on the futex), bit 1 DECLARED (one declared itself since the last
+ * advance), bits 2..31 the sequence. */
+#define S_SLEEPER  1u
+#define S_DECLARED 2u
+#define S_ONE      4u
 
 /* One side's words: the consumers' (c...) or the producers' (p...). */
 struct q_side {
@@ -260,6 +272,33 @@ static inline struct q_side side_of(sqf_queue *q, bool consumers)
                                (sqf_word *)&q->chungry_, (sqf_word *)&q->cblocked_};
     return (struct q_side){(sqf_word *)&q->psleep_, (sqf_word *)&q->pseq_, (sqf_word *)&q->phungry_,
                            (sqf_word *)&q->pblocked_};
+}
+
+/* Wake the starving waiter of side d (HUNGRY set in hv).  True if
+ * hand-off mode goes on: it was woken, or, found not asleep for the first
+ * time since it last looked, it is given until its next look (MISSED):
+ * running, it sees its word move and looks again.  False if the mode has
+ * ended: found not asleep again (it is not running: preempted, or its
+ * process was killed), or `end` (the queue is closed), or its owner left. */
+static bool wake_owner(sqf_queue *q, struct q_side d, uint32_t hv, bool end)
+{
+    bool shared = q_shared(q);
+    while (hv & H_HUNGRY) {
+        if (!at_cas(d.hungry, &hv, hv + H_SEQ_ONE, REL)) continue;
+        hv += H_SEQ_ONE;
+        if (sqf_wake(d.hungry, 1, shared) > 0 && !end) return true;
+        if (!end && !(hv & H_MISSED)) {
+            if (at_cas(d.hungry, &hv, hv | H_MISSED, REL)) return true;
+            continue;
+        }
+        if (at_cas(d.hungry, &hv, hv & ~(H_HUNGRY | H_MISSED), REL)) {
+            /* It may have read the bumped word and gone to sleep on it
+             * between our wake and our clear: wake it again. */
+            sqf_wake(d.hungry, INT_MAX, shared);
+            return false;
+        }
+    }
+    return false;
 }
 
 /* After k items (slots) were published (freed), or a starving waiter was
@@ -279,24 +318,26 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
     at_fence(SC);
     uint32_t s = at_load(sleep, RLX);
     if (!s) return;
-    uint64_t h = at_load64(q_head(q), ACQ), t = at_load64(q_tail(q), ACQ);
-    bool closed = (t & Q_CLOSED) != 0;
     uint32_t hv = at_load(hungry, ACQ);
-    while (hv & H_HUNGRY) {
-        if (!at_cas(hungry, &hv, hv + H_SEQ_ONE, REL)) continue;
-        hv += H_SEQ_ONE;
-        if (sqf_wake(hungry, 1, shared) > 0) {
-            if (!closed) return;
-            break;
-        }
-        if (at_cas(hungry, &hv, hv & ~H_HUNGRY, REL)) {
-            /* It may have read the bumped word and gone to sleep on it
-             * between our wake and our clear: wake it again. */
-            sqf_wake(hungry, INT_MAX, shared);
-            fill = true; /* it held the others back: wake them for all there is */
-            break;
-        }
+    /* head and tail only when needed: under contention they are the
+     * costliest loads here. */
+    uint64_t h = 0, t = 0;
+    bool closed = false;
+    if (hv & H_HUNGRY) {
+        t = at_load64(q_tail(q), ACQ);
+        closed = (t & Q_CLOSED) != 0;
     }
+    if ((hv & H_HUNGRY) && wake_owner(q, d, hv, closed)) return;
+    if (hv & H_HUNGRY) fill = true; /* it held the others back: wake them for all there is */
+    /* Nobody on the futex without SLEEPER: a sleeper declares itself on
+     * the word, then looks again before it sleeps (store-buffering with our
+     * fence, as csleep), so the ones not asleep yet, or woken and not yet
+     * running, cost no system call. */
+    uint32_t old = at_load(seq, RLX);
+    if (!(old & S_SLEEPER)) return;
+    h = at_load64(q_head(q), ACQ);
+    t = at_load64(q_tail(q), ACQ);
+    closed = (t & Q_CLOSED) != 0;
     /* Everyone on a closed queue: one that went back to sleep after the
      * close's wake-up (an item was still being copied in) may find the
      * queue drained by that item's consumer, and must see EPIPE. */
@@ -312,14 +353,21 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
         size_t size = items_between(q, h, t), more = consumers ? size : q->capacity_ - size;
         if (more > k) k = more;
     }
-    /* Sleepers counted but not asleep yet (between their count and the
-     * futex) see seq move and look again; the rest are woken.  No wake-up
-     * is skipped because another may be on its way: a waker cannot know
-     * whether the sleepers it counted were on the futex, and a skipped one
-     * stranded an item. */
-    uint32_t n = k < s ? (uint32_t)k : s;
-    at_add(seq, 1, REL);
-    if (n) sqf_wake(seq, n > INT_MAX ? INT_MAX : (int)n, shared);
+    /* Advance (sleepers on their way to the futex see it move and look
+     * again), then wake.  No wake-up is skipped because another may be on
+     * its way: a waker cannot know whether the sleepers it counted were on
+     * the futex, and a skipped one stranded an item. */
+    uint32_t n = k < s ? (uint32_t)k : s, adv;
+    do
+        adv = (old + S_ONE) & ~S_DECLARED;
+    while (!at_cas(seq, &old, adv, REL));
+    if (!(old & S_SLEEPER) || !n) return; /* another waker cleared it meanwhile */
+    if (n > INT_MAX) n = INT_MAX;
+    if ((uint32_t)sqf_wake(seq, (int)n, shared) < n)
+        /* Fewer than asked: everyone on the futex was woken.  If nobody
+         * declared (DECLARED is still clear) and nobody advanced since our
+         * advance, nobody is there now. */
+        at_cas(seq, &adv, adv & ~S_SLEEPER, RLX);
 }
 
 /* ---- waiting ----------------------------------------------------------- */
@@ -373,7 +421,13 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
         uint32_t v = w->registered ? at_load(seq, ACQ) : 0;
         uint32_t hv = at_load(hungry, ACQ);
         if (w->owner && (!(hv & H_HUNGRY) || (hv & H_GEN_MASK) != w->gen))
-            w->owner = false; /* a wake found us awake and ended hand-off mode */
+            w->owner = false; /* a wake found us away twice and ended hand-off mode */
+        if (w->owner && (hv & H_MISSED)) {
+            /* A wake found us awake: we are looking now, so the next one
+             * that does must not end the mode. */
+            if (!at_cas(hungry, &hv, hv & ~H_MISSED, RLX)) continue;
+            hv &= ~H_MISSED;
+        }
         size_t k = 0;
         int r;
         if ((hv & H_HUNGRY) && !w->owner && !(at_load64(q_tail(q), ACQ) & Q_CLOSED)) {
@@ -428,13 +482,28 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             continue;
         }
         if (!(hv & H_HUNGRY) && sqf_now() - w->since > SQF_QUEUE_STARVE_NS) {
-            uint32_t claim =
-                (hv & ~(H_GEN_MASK | H_HUNGRY)) | ((hv + H_GEN_ONE) & H_GEN_MASK) | H_HUNGRY;
+            uint32_t claim = (hv & ~(H_GEN_MASK | H_HUNGRY | H_MISSED)) |
+                             ((hv + H_GEN_ONE) & H_GEN_MASK) | H_HUNGRY;
             if (at_cas(hungry, &hv, claim, RLX)) {
                 w->owner = true;
                 w->gen = claim & H_GEN_MASK;
                 at_fence(SC); /* HUNGRY before our next look: as csleep above */
             }
+            continue;
+        }
+        if (!w->owner && (hv & H_MISSED) && !wake_owner(q, d, hv, false)) {
+            /* Deferring to a starving waiter that a wake found away, and
+             * that is still away: it ended, wake the others held back, and
+             * look again (no push (pop) may come to strike it twice). */
+            wake_side(q, !push, 0, true);
+            continue;
+        }
+        if (!w->owner && (v & (S_SLEEPER | S_DECLARED)) != (S_SLEEPER | S_DECLARED)) {
+            /* Declare ourselves on the word (a waker that finds SLEEPER
+             * clear makes no system call), then look again: SC, as csleep
+             * above.  A failed CAS means it advanced since we read v:
+             * look again too. */
+            if (at_cas(seq, &v, v | S_SLEEPER | S_DECLARED, SC)) at_fence(SC);
             continue;
         }
         op->word = w->owner ? hungry : seq;

@@ -10,6 +10,7 @@
 
 #include "atomic.h"
 #include "check.h"
+#include "wait.h"
 
 static sqf_queue *make(size_t cap, size_t item)
 {
@@ -302,6 +303,14 @@ static void test_starving_waiter(bool producers)
         while (sleeping(sleep) < 1)
             usleep(100);
         usleep(2000); /* past the starvation bound */
+        /* Wake it to nothing (spuriously) until it claims hand-off mode:
+         * waiting for a push's wake-up to be taken from it by chance can
+         * take many rounds, as it often runs in time. */
+        sqf_word *seq = (sqf_word *)(producers ? &q->pseq_ : &q->cseq_);
+        while (!(at_load(hungry, SC) & 1) && sqf_now() < stop) {
+            sqf_wake(seq, 1, false);
+            usleep(500);
+        }
         while (!at_load(&s.done, SC) && sqf_now() < stop) {
             /* Make an item (room), then try to take it back at once. */
             int r = producers ? sqf_queue_pop(q, &x) : sqf_queue_push(q, &one);

@@ -90,14 +90,17 @@
  * wakes it.
  *
  * How it waits: a push that finds the queue full (a pop that finds it
- * empty) spins briefly, then counts itself in `psleep` (`csleep`) and
- * sleeps on `pseq` (`cseq`) until a pop (push) advances it.  A pop (push)
- * that makes room for (publishes) k items wakes k sleepers with one
- * FUTEX_WAKE (as many as there are now free slots (items) if a sleeper is
- * blocked behind a slot still being copied); with nobody counted it makes
- * no system call.  While a woken sleeper is on its way it is still
- * counted, so each publication meanwhile makes a system call too.  A starving waiter sleeps on
- * `phungry` (`chungry`) instead.
+ * empty) spins briefly, then counts itself in `psleep` (`csleep`), marks
+ * `pseq` (`cseq`) SLEEPER, looks once more, and sleeps on that word until a
+ * pop (push) advances it.  A pop (push) that makes room for (publishes) k
+ * items, and finds SLEEPER set, wakes k sleepers with one FUTEX_WAKE (as
+ * many as there are now free slots (items) if a sleeper is blocked behind a
+ * slot still being copied).  With nobody counted, or SLEEPER clear, it makes
+ * no system call and writes nothing shared: so when the threads outnumber
+ * the cores, the many that are counted but preempted, or woken and not yet
+ * running, cost the running ones nothing.  A wake that finds fewer sleepers
+ * on the futex than it asked for clears SLEEPER, unless one marked it
+ * since.  A starving waiter sleeps on `phungry` (`chungry`) instead.
  *
  * Wake-ups: so a push_n of k items to k sleeping consumers costs the
  * producer one system call (two in hand-off mode: the starving consumer
@@ -127,8 +130,16 @@
  *   csleep, psleep  consumers (producers) inside a blocking pop (push) that
  *          found nothing (no room), counted before their last look and
  *          uncounted after; never fewer than those asleep on the futex.
- *   cseq, pseq  sequence words they sleep on, advanced by every push
- *          (pop) that finds a sleeper counted, before it wakes any.
+ *   cseq, pseq  the words they sleep on: bit 0 SLEEPER, bit 1 DECLARED,
+ *          bits 2..31 a sequence.  A sleeper sets SLEEPER and DECLARED
+ *          (one CAS from the value it read before its last look but one)
+ *          and sleeps only on a value with both set.  A push (pop) that
+ *          finds a sleeper counted and SLEEPER set advances the sequence
+ *          and clears DECLARED (one CAS), then wakes; it clears SLEEPER
+ *          (a CAS from the value it wrote) only if FUTEX_WAKE found fewer
+ *          than it asked for.  So SLEEPER is set whenever a thread is on
+ *          the futex: one there at the advance is woken or left with
+ *          SLEEPER set, and one that marks the word later changes it.
  *   chungry, phungry  the starving consumer (producer), if any: bit 0
  *          HUNGRY; bits 1..15 the generation of the claim that set it (so
  *          that its owner clears only its own claim); bits 16..31 a
