@@ -274,31 +274,34 @@ static inline struct q_side side_of(sqf_queue *q, bool consumers)
                            (sqf_word *)&q->pblocked_};
 }
 
-/* Wake the starving waiter of side d (HUNGRY set in hv).  True if
- * hand-off mode goes on: it was woken, or, found not asleep for the first
- * time since it last looked, it is given until its next look (MISSED):
- * running, it sees its word move and looks again.  False if the mode has
- * ended: found not asleep again (it is not running: preempted, or its
- * process was killed), or `end` (the queue is closed), or its owner left. */
-static bool wake_owner(sqf_queue *q, struct q_side d, uint32_t hv, bool end)
+/* What wake_owner did. */
+enum { OWNER_WOKEN, OWNER_MISSED, OWNER_GONE };
+
+/* Wake the starving waiter of side d (HUNGRY set in hv).  OWNER_WOKEN: it
+ * was asleep and is woken.  OWNER_MISSED: found not asleep for the first
+ * time since it last looked, it is given until its next look (MISSED; if
+ * running, it sees its word move and looks again).  OWNER_GONE: the mode
+ * has ended: found not asleep again (it is not running: preempted, or its
+ * process was killed), or `end` (the queue is closed), or it left. */
+static int wake_owner(sqf_queue *q, struct q_side d, uint32_t hv, bool end)
 {
     bool shared = q_shared(q);
     while (hv & H_HUNGRY) {
         if (!at_cas(d.hungry, &hv, hv + H_SEQ_ONE, REL)) continue;
         hv += H_SEQ_ONE;
-        if (sqf_wake(d.hungry, 1, shared) > 0 && !end) return true;
+        if (sqf_wake(d.hungry, 1, shared) > 0 && !end) return OWNER_WOKEN;
         if (!end && !(hv & H_MISSED)) {
-            if (at_cas(d.hungry, &hv, hv | H_MISSED, REL)) return true;
+            if (at_cas(d.hungry, &hv, hv | H_MISSED, REL)) return OWNER_MISSED;
             continue;
         }
         if (at_cas(d.hungry, &hv, hv & ~(H_HUNGRY | H_MISSED), REL)) {
             /* It may have read the bumped word and gone to sleep on it
              * between our wake and our clear: wake it again. */
             sqf_wake(d.hungry, INT_MAX, shared);
-            return false;
+            return OWNER_GONE;
         }
     }
-    return false;
+    return OWNER_GONE;
 }
 
 /* After k items (slots) were published (freed), or a starving waiter was
@@ -327,8 +330,20 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
         t = at_load64(q_tail(q), ACQ);
         closed = (t & Q_CLOSED) != 0;
     }
-    if ((hv & H_HUNGRY) && wake_owner(q, d, hv, closed)) return;
-    if (hv & H_HUNGRY) fill = true; /* it held the others back: wake them for all there is */
+    bool strike = false;
+    if (hv & H_HUNGRY) {
+        int r = wake_owner(q, d, hv, closed);
+        if (r == OWNER_WOKEN) return;
+        /* Missed: wake one of those held back, so that if the owner is
+         * still away when it runs, it ends the mode (a killed owner with
+         * nobody else to come would strand them).  Gone: it held the
+         * others back: wake them for all there is.  SC: our write to
+         * hungry before our look at seq, as their declaration (below)
+         * before their look at hungry. */
+        strike = r == OWNER_MISSED;
+        fill = !strike;
+        at_fence(SC);
+    }
     /* Nobody on the futex without SLEEPER: a sleeper declares itself on
      * the word, then looks again before it sleeps (store-buffering with our
      * fence, as csleep), so the ones not asleep yet, or woken and not yet
@@ -342,13 +357,14 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
      * close's wake-up (an item was still being copied in) may find the
      * queue drained by that item's consumer, and must see EPIPE. */
     if (closed) k = s;
+    if (strike) k = 1;
     /* Wake as many as there may now be items (room) for, not only k, when
      * a sleeper said it was blocked behind a slot still being copied: a
      * sleeper woken earlier for a later item may have found it behind this
      * one, and slept again; its wake-up was spent, and only this one can
      * make that item reachable.  (Also when a starving waiter leaves: it
      * held the others back.)  Otherwise k: one wake-up per item. */
-    if (at_load(blocked, RLX) && at_xchg(blocked, 0, RLX)) fill = true;
+    if (!strike && at_load(blocked, RLX) && at_xchg(blocked, 0, RLX)) fill = true;
     if (fill) {
         size_t size = items_between(q, h, t), more = consumers ? size : q->capacity_ - size;
         if (more > k) k = more;
@@ -384,7 +400,7 @@ static void leave(sqf_queue *q, struct sqf_queue_wait_ *w, bool push)
     sqf_word *hungry = d.hungry;
     uint32_t hv = at_load(hungry, RLX);
     while ((hv & H_HUNGRY) && (hv & H_GEN_MASK) == w->gen) {
-        if (at_cas(hungry, &hv, hv & ~H_HUNGRY, REL)) {
+        if (at_cas(hungry, &hv, hv & ~(H_HUNGRY | H_MISSED), REL)) {
             wake_side(q, !push, 0, true);
             return;
         }
@@ -417,8 +433,15 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
     }
     for (;;) {
         /* seq before HUNGRY: a deferring waiter that sees HUNGRY set read
-         * seq before the owner, clearing it, advanced seq to wake it. */
-        uint32_t v = w->registered ? at_load(seq, ACQ) : 0;
+         * seq before the owner, clearing it, read seq to wake it.  SC:
+         * the look that follows must come after v, even when v was
+         * marked by another sleeper (store-buffering with a waker's
+         * publication, or clear of HUNGRY, and its fence). */
+        uint32_t v = 0;
+        if (w->registered) {
+            v = at_load(seq, ACQ);
+            at_fence(SC);
+        }
         uint32_t hv = at_load(hungry, ACQ);
         if (w->owner && (!(hv & H_HUNGRY) || (hv & H_GEN_MASK) != w->gen))
             w->owner = false; /* a wake found us away twice and ended hand-off mode */
@@ -491,7 +514,8 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             }
             continue;
         }
-        if (!w->owner && (hv & H_MISSED) && !wake_owner(q, d, hv, false)) {
+        if (!w->owner && (hv & (H_HUNGRY | H_MISSED)) == (H_HUNGRY | H_MISSED) &&
+            wake_owner(q, d, hv, false) == OWNER_GONE) {
             /* Deferring to a starving waiter that a wake found away, and
              * that is still away: it ended, wake the others held back, and
              * look again (no push (pop) may come to strike it twice). */

@@ -164,7 +164,9 @@ static void pop_forever(void)
     sqf_queue_pop(shm_queue(), &x); /* killed before it returns */
 }
 
-static void test_queue_starver(void)
+/* A shared queue whose starving consumer (HUNGRY's owner) was killed while
+ * it slept on the hungry word. */
+static sqf_queue *queue_with_dead_starver(void)
 {
     reset_flag();
     sqf_queue *q = shm_queue();
@@ -184,18 +186,50 @@ static void test_queue_starver(void)
     CHECK(at_load(hungry, RLX) & 1);
     until_asleep(p, 1);
     kill_and_reap(p);
-    /* The push's hand-off wake finds nobody: the owner is given until it
-     * next looks (MISSED), so the item is still held for it. */
+    return q;
+}
+
+static int deferred_rc = -1, deferred_item;
+
+static void *deferred_pop(void *arg)
+{
+    deferred_rc = sqf_queue_pop_until(arg, &deferred_item, sqf_after(5 * SQF_SEC), NULL);
+    return NULL;
+}
+
+static void test_queue_starver(void)
+{
+    /* A pop already asleep behind the dead owner when the one push comes:
+     * the push's hand-off wake finds the owner away and gives it until it
+     * next looks (MISSED), and wakes the pop, which finds it still away,
+     * ends hand-off mode and takes the item. */
+    sqf_queue *q = queue_with_dead_starver();
+    sqf_word *hungry = (sqf_word *)&q->chungry_;
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, deferred_pop, q), 0);
+    sqf_deadline stop = soon();
+    while (at_load((sqf_word *)&q->csleep_, RLX) < 2 && sqf_now() < stop)
+        pause_ms(1);
+    pause_ms(20); /* asleep on cseq, deferring */
     int x = 7, y = 0;
+    CHECK_EQ(sqf_queue_push(q, &x), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(deferred_rc, 0);
+    CHECK_EQ(deferred_item, 7);
+    CHECK_EQ(at_load(hungry, RLX) & 1, 0);
+    CHECK_EQ(sqf_queue_destroy(q), EBUSY); /* the dead consumer stays counted */
+
+    /* The push comes first: the item is held for the owner... */
+    q = queue_with_dead_starver();
     CHECK_EQ(sqf_queue_push(q, &x), 0);
     CHECK_EQ(at_load(hungry, RLX) & 1, 1);
     CHECK_EQ(sqf_queue_trypop(q, &y), EBUSY);
-    /* A pop that would sleep behind it finds it still away: hand-off mode
-     * ends and the pop takes the item (with no second push to end it). */
+    /* ...until a pop that would sleep behind it finds it still away: hand-off
+     * mode ends and the pop takes the item (with no second push). */
     CHECK_EQ(sqf_queue_pop_until(q, &y, sqf_after(5 * SQF_SEC), NULL), 0);
     CHECK_EQ(y, 7);
     CHECK_EQ(at_load(hungry, RLX) & 1, 0);
-    CHECK_EQ(sqf_queue_destroy(q), EBUSY); /* the dead consumer stays counted */
+    CHECK_EQ(sqf_queue_destroy(q), EBUSY);
 }
 
 /* --- sem: the permit after a death reaches a survivor -------------------------------- */

@@ -77,9 +77,13 @@
  * time; the others take their turn after it, in the kernel's FIFO order of
  * sleepers.  So a waiter is passed over for about 1 ms plus the turns of
  * the starving waiters ahead of it, each served by the next item (slot).
- * A wake-up that finds the starving waiter not asleep (it is running, or
- * its process was killed) ends the mode early; a running one claims it
- * again if it must sleep again, so one more thread may slip in first.
+ * A wake-up that finds the starving waiter not asleep leaves the item
+ * (room) for it (running, it looks again before it sleeps) and wakes one
+ * waiter held back.  If that one, or the next wake-up, or a waiter about
+ * to sleep behind it, finds it still away before it has looked (it is
+ * preempted, or its process was killed), the mode ends; a starving waiter
+ * that must sleep again claims it again, so one more thread may slip in
+ * first.
  *
  * Progress: a push (pop) that has taken the tail (head) position copies its
  * item and then publishes it; a thread preempted in between holds up the
@@ -141,12 +145,14 @@
  *          the futex: one there at the advance is woken or left with
  *          SLEEPER set, and one that marks the word later changes it.
  *   chungry, phungry  the starving consumer (producer), if any: bit 0
- *          HUNGRY; bits 1..15 the generation of the claim that set it (so
- *          that its owner clears only its own claim); bits 16..31 a
- *          sequence the owner sleeps on, advanced by each wake-up sent to
- *          it.  Set by a counted waiter that has slept over 1 ms; cleared
- *          by its owner when it returns, or by a wake-up that finds it not
- *          asleep.  While set on an open queue, only its owner takes items
+ *          HUNGRY; bits 1..14 the generation of the claim that set it (so
+ *          that its owner clears only its own claim); bit 15 MISSED, set by
+ *          a wake-up that found the owner not asleep, cleared by the owner
+ *          when it next looks; bits 16..31 a sequence the owner sleeps on,
+ *          advanced by each wake-up sent to it.  HUNGRY is set by a counted
+ *          waiter that has slept over 1 ms; cleared by its owner when it
+ *          returns, or by a wake-up that finds it not asleep with MISSED
+ *          set.  While set on an open queue, only its owner takes items
  *          (slots).
  *   cblocked, pblocked  1 when a counted consumer (producer) found items
  *          (room) only behind a slot still being copied, and is going to
