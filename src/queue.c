@@ -310,9 +310,9 @@ static int wake_owner(sqf_queue *q, struct q_side d, uint32_t hv, bool end)
  *
  * With a starving waiter (HUNGRY) only it is woken: nobody else may take
  * an item (room) before it, and it wakes the rest once served.  If that
- * wake finds it not asleep, it is running (and looks again before it
- * sleeps) or dead (a killed process): hand-off mode ends, so that nobody
- * waits on it.  On a closed queue everyone is woken. */
+ * wake finds it not asleep, one held-back sleeper is woken too, to end the
+ * mode if the owner is still away when it runs (wake_owner).  On a closed
+ * queue everyone is woken. */
 static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
 {
     struct q_side d = side_of(q, consumers);
@@ -322,17 +322,9 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
     uint32_t s = at_load(sleep, RLX);
     if (!s) return;
     uint32_t hv = at_load(hungry, ACQ);
-    /* head and tail only when needed: under contention they are the
-     * costliest loads here. */
-    uint64_t h = 0, t = 0;
-    bool closed = false;
-    if (hv & H_HUNGRY) {
-        t = at_load64(q_tail(q), ACQ);
-        closed = (t & Q_CLOSED) != 0;
-    }
     bool strike = false;
     if (hv & H_HUNGRY) {
-        int r = wake_owner(q, d, hv, closed);
+        int r = wake_owner(q, d, hv, (at_load64(q_tail(q), ACQ) & Q_CLOSED) != 0);
         if (r == OWNER_WOKEN) return;
         /* Missed: wake one of those held back, so that if the owner is
          * still away when it runs, it ends the mode (a killed owner with
@@ -350,9 +342,10 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
      * running, cost no system call. */
     uint32_t old = at_load(seq, RLX);
     if (!(old & S_SLEEPER)) return;
-    h = at_load64(q_head(q), ACQ);
-    t = at_load64(q_tail(q), ACQ);
-    closed = (t & Q_CLOSED) != 0;
+    /* head and tail only now: under contention they are the costliest
+     * loads here. */
+    uint64_t h = at_load64(q_head(q), ACQ), t = at_load64(q_tail(q), ACQ);
+    bool closed = (t & Q_CLOSED) != 0;
     /* Everyone on a closed queue: one that went back to sleep after the
      * close's wake-up (an item was still being copied in) may find the
      * queue drained by that item's consumer, and must see EPIPE. */
@@ -370,9 +363,9 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
         if (more > k) k = more;
     }
     /* Advance (sleepers on their way to the futex see it move and look
-     * again), then wake.  No wake-up is skipped because another may be on
-     * its way: a waker cannot know whether the sleepers it counted were on
-     * the futex, and a skipped one stranded an item. */
+     * again), then wake.  No wake-up is skipped because another waker's
+     * may be on its way: a waker cannot know whether the sleepers it
+     * counted were on the futex, and a skipped one stranded an item. */
     uint32_t n = k < s ? (uint32_t)k : s, adv;
     do
         adv = (old + S_ONE) & ~S_DECLARED;
@@ -446,8 +439,8 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
         if (w->owner && (!(hv & H_HUNGRY) || (hv & H_GEN_MASK) != w->gen))
             w->owner = false; /* a wake found us away twice and ended hand-off mode */
         if (w->owner && (hv & H_MISSED)) {
-            /* A wake found us awake: we are looking now, so the next one
-             * that does must not end the mode. */
+            /* A wake found us not asleep: we are looking now, so the next
+             * one that does must not end the mode. */
             if (!at_cas(hungry, &hv, hv & ~H_MISSED, RLX)) continue;
             hv &= ~H_MISSED;
         }
