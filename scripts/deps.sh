@@ -15,6 +15,8 @@ PACKAGES=(
     valgrind                       # callgrind instruction counts (BENCHMARKS.md U1)
     clang-format                   # the project's formatting
     libck-dev                      # Concurrency Kit: the MCS lock (C1/C2) and ck_ring (Q1) in sqbench
+    libnsync-dev                   # nsync: mutex, cv, note and counter peers in sqbench
+    libabsl-dev                    # Abseil: absl::Mutex, CondVar, Notification, Barrier peers in sqbench
     libconcurrentqueue-dev         # moodycamel::BlockingConcurrentQueue, a queue peer in sqbench Q1/Q2
     liburing-dev                   # io_uring: the event-loop backend (sqf_loop)
     libuv1-dev                     # libuv: examples/loop_libuv.c, sqbench W2 peers

@@ -13,6 +13,12 @@
 #ifdef SQB_HAVE_CK
 #include <ck_spinlock.h>
 #endif
+#ifdef SQB_HAVE_NSYNC
+#include <nsync_mu.h>
+#endif
+#ifdef SQB_HAVE_ABSL
+#include "absl.h"
+#endif
 
 #include "locks.h"
 #include "sqbench.h"
@@ -130,6 +136,61 @@ static int mcs_trylock(void *l, void *node)
 }
 #endif
 
+/* --- nsync_mu ----------------------------------------------------------------
+ * All zeroes is an unlocked nsync_mu (nsync_mu.h). */
+#ifdef SQB_HAVE_NSYNC
+_Static_assert(sizeof(nsync_mu) <= LOCK_BYTES, "an nsync_mu fits a lock block");
+
+static void nsync_lock(void *l, void *node)
+{
+    (void)node;
+    nsync_mu_lock(l);
+}
+
+static void nsync_unlock(void *l, void *node)
+{
+    (void)node;
+    nsync_mu_unlock(l);
+}
+
+static int nsync_trylock(void *l, void *node)
+{
+    (void)node;
+    return !nsync_mu_trylock(l);
+}
+#endif
+
+/* --- absl::Mutex (through absl.cpp) ----------------------------------------- */
+#ifdef SQB_HAVE_ABSL
+static void *absl_create(void)
+{
+    return sqb_absl_mutex_new();
+}
+
+static void absl_destroy(void *l)
+{
+    sqb_absl_mutex_del(l);
+}
+
+static void absl_lock(void *l, void *node)
+{
+    (void)node;
+    sqb_absl_mutex_lock(l);
+}
+
+static void absl_unlock(void *l, void *node)
+{
+    (void)node;
+    sqb_absl_mutex_unlock(l);
+}
+
+static int absl_trylock(void *l, void *node)
+{
+    (void)node;
+    return !sqb_absl_mutex_trylock(l);
+}
+#endif
+
 /* --- sqf_mutex ----------------------------------------------------------------- */
 
 static void sqf_lock(void *l, void *node)
@@ -157,6 +218,12 @@ static const struct sb_lock_kind all_locks[] = {
 #ifdef SQB_HAVE_CK
     {"ck-mcs", 1, sizeof(struct ck_spinlock_mcs), lock_alloc, lock_free, mcs_lock, mcs_unlock,
      mcs_trylock},
+#endif
+#ifdef SQB_HAVE_NSYNC
+    {"nsync", 0, 0, lock_alloc, lock_free, nsync_lock, nsync_unlock, nsync_trylock},
+#endif
+#ifdef SQB_HAVE_ABSL
+    {"absl", 0, 0, absl_create, absl_destroy, absl_lock, absl_unlock, absl_trylock},
 #endif
     {"sqf", 0, 0, lock_alloc, lock_free, sqf_lock, sqf_unlock, sqf_trylock},
 };

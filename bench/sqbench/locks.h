@@ -6,7 +6,10 @@
  *   ttas               a test-and-test-and-set spinlock (never sleeps)
  *   ck-mcs             Concurrency Kit's MCS queue spinlock (Debian libck-dev;
  *                      absent when sqbench was built without it)
+ *   nsync              nsync's nsync_mu (Debian libnsync-dev)
+ *   absl               Abseil's absl::Mutex (Debian libabsl-dev, through absl.cpp)
  *   sqf                sqf_mutex
+ * A peer whose package was missing when sqbench was built is absent.
  *
  * A lock is a vtable plus an opaque object.  Some locks need a per-thread
  * node (the MCS lock): every thread that takes a lock first gets a node with

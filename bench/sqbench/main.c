@@ -68,7 +68,7 @@ static void usage(FILE *out)
         "  --threads LIST    thread counts of C1 (default 1,2,4,8) and O1 (1,2,4,...,256),\n"
         "                    producer/consumer pairs of Q1 (1,2,4,16,64)\n"
         "  --locks LIST      locks of C1, C2 and O1 (default all built: pthread,\n"
-        "                    pthread-adaptive,ttas,ck-mcs,sqf)\n"
+        "                    pthread-adaptive,ttas,ck-mcs,nsync,absl,sqf)\n"
         "  --cpus K          pin the whole run to K of the CPUs this process may use\n"
         "  --sched rr        run everything under SCHED_RR (needs root or CAP_SYS_NICE),\n"
         "                    the seed's setting where the square shows in its pure form\n"
@@ -104,6 +104,68 @@ static double parse_seconds(const char *opt, const char *s)
     return v;
 }
 
+/* Which peer libraries this sqbench was built with; a missing one is named
+ * with the Debian package that brings it (scripts/deps.sh installs them). */
+static void peers(void)
+{
+    static const struct {
+        const char *name, *package;
+        int built;
+    } p[] = {
+        {"Concurrency Kit", "libck-dev",
+#ifdef SQB_HAVE_CK
+         1
+#else
+         0
+#endif
+        },
+        {"nsync", "libnsync-dev",
+#ifdef SQB_HAVE_NSYNC
+         1
+#else
+         0
+#endif
+        },
+        {"Abseil", "libabsl-dev",
+#ifdef SQB_HAVE_ABSL
+         1
+#else
+         0
+#endif
+        },
+        {"C++20 latch/barrier", "g++ 10 or later",
+#ifdef SQB_HAVE_CXX20
+         1
+#else
+         0
+#endif
+        },
+        {"moodycamel", "libconcurrentqueue-dev",
+#ifdef SQB_HAVE_MOODYCAMEL
+         1
+#else
+         0
+#endif
+        },
+        {"libuv", "libuv1-dev",
+#ifdef SQB_HAVE_LIBUV
+         1
+#else
+         0
+#endif
+        },
+    };
+    int n = (int)(sizeof p / sizeof p[0]), built = 0, missing = 0;
+    printf("  peers   :");
+    for (int i = 0; i < n; i++)
+        if (p[i].built) printf("%s %s", built++ ? "," : "", p[i].name);
+    printf("%s\n", built ? "" : " none");
+    for (int i = 0; i < n; i++)
+        if (!p[i].built)
+            printf("%s %s (%s)", missing++ ? "," : "  not built:", p[i].name, p[i].package);
+    if (missing) printf("; their variants are reported as not built\n");
+}
+
 static void head(int argc, char **argv)
 {
     char cpu[256];
@@ -122,6 +184,7 @@ static void head(int argc, char **argv)
     printf("  date    : %s\n", date);
     printf("  settings: %s, %d runs per point (median [min-max]), limit %.0f s per run\n",
            sb.quick ? "quick" : "full", sb.runs, sb.limit_s);
+    peers();
     char where[160];
     sb_placement(where, sizeof where);
     printf("  policy  : %s\n", where);
