@@ -241,6 +241,14 @@ void sb_placement(char *buf, size_t n)
         if (CPU_ISSET(c, &set)) len += (size_t)snprintf(buf + len, n - len, " %d", c);
 }
 
+int sb_cpus_allowed(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return ncpus();
+    return CPU_COUNT(&set);
+}
+
 int sb_sched_rr(void)
 {
     return sched_getscheduler(0) == SCHED_RR;

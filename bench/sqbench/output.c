@@ -75,6 +75,24 @@ void sb_verdict(const char *exp, int met, const char *fmt, ...)
     fflush(stdout);
 }
 
+/* Invalid points, for the summary: the count and the first few. */
+#define MAX_INVALID_SHOWN 8
+static int ninvalid;
+static char invalid_text[MAX_INVALID_SHOWN][160];
+
+void sb_invalid(const char *exp, const char *fmt, ...)
+{
+    char text[152];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    printf("  [INVALID] %s %s\n", exp, text);
+    if (ninvalid < MAX_INVALID_SHOWN)
+        snprintf(invalid_text[ninvalid], sizeof invalid_text[0], "%s %s", exp, text);
+    ninvalid++;
+}
+
 void sb_print_verdicts(void)
 {
     int met = 0;
@@ -84,6 +102,17 @@ void sb_print_verdicts(void)
     for (int i = 0; i < nverdicts; i++)
         printf("  %s %-3s %s\n", verdicts[i].met ? "[met]   " : "[MISSED]", verdicts[i].exp,
                verdicts[i].text);
+    if (ninvalid) {
+        printf("  %d point%s invalid: %s figure that cannot be true, so the machine was too noisy "
+               "for this run (left out of verdicts and plots; run again with nothing else busy):\n",
+               ninvalid, ninvalid == 1 ? "" : "s", ninvalid == 1 ? "a" : "each a");
+        for (int i = 0; i < ninvalid && i < MAX_INVALID_SHOWN; i++)
+            printf("    %s\n", invalid_text[i]);
+        if (ninvalid > MAX_INVALID_SHOWN)
+            printf("    ... and %d more\n", ninvalid - MAX_INVALID_SHOWN);
+    } else {
+        printf("  no invalid point: every figure passed the validity guards\n");
+    }
 }
 
 void sb_note(const char *fmt, ...)

@@ -56,10 +56,11 @@ static void *o_thread(void *arg)
 
 struct o_point {
     double mops[O_MAX_RUNS], jain[O_MAX_RUNS];
-    long long min, max; /* least and most per thread over all runs */
-    int starved;        /* runs in which some thread got nothing */
-    int slow;           /* a run took longer than the drain limit to stop */
-    int skipped;        /* not run: a smaller thread count was slow */
+    double cpu[O_MAX_RUNS]; /* CPU-ns (user + system, whole process) per acquisition */
+    long long min, max;     /* least and most per thread over all runs */
+    int starved;            /* runs in which some thread got nothing */
+    int slow;               /* a run took longer than the drain limit to stop */
+    int skipped;            /* not run: a smaller thread count was slow */
 };
 static struct o_point o_res[O_MAX_LOCKS][SB_MAX_LIST];
 
@@ -90,6 +91,7 @@ static void o_run(int j, int t, int n, int run, double secs)
                 what, o_shared.counter, all);
     struct o_point *p = &o_res[j][t];
     p->mops[run] = (double)total * 1e3 / (double)ns;
+    p->cpu[run] = total ? (double)sb_timed_cpu_ns / (double)total : NAN;
     /* Nobody got the lock inside the interval: the least fair outcome. */
     p->jain[run] = total == 0 ? 0.0 : n == 1 ? 1.0 : sb_jain(acq, n);
     if (run == 0 || mn < p->min) p->min = mn;
@@ -97,6 +99,7 @@ static void o_run(int j, int t, int n, int run, double secs)
     p->starved += mn == 0;
     sb_record("O1", k->name, n, n, run, "mops", p->mops[run], "ok");
     sb_record("O1", k->name, n, n, run, "jain", p->jain[run], "ok");
+    sb_record("O1", k->name, n, n, run, "cpu_ns_per_acq", p->cpu[run], "ok");
     sb_record("O1", k->name, n, n, run, "min_acq", (double)mn, "ok");
     sb_record("O1", k->name, n, n, run, "max_acq", (double)mx, "ok");
 }
@@ -135,7 +138,7 @@ int sb_run_o1(void)
                 if (t > 0 && o_res[j][t - 1].slow) {
                     /* A smaller count already took too long to stop. */
                     o_res[j][t].slow = o_res[j][t].skipped = 1;
-                    o_res[j][t].mops[run] = o_res[j][t].jain[run] = NAN;
+                    o_res[j][t].mops[run] = o_res[j][t].jain[run] = o_res[j][t].cpu[run] = NAN;
                     sb_record("O1", sb_locks[j].name, th[t], th[t], run, "mops", NAN, "skipped");
                 } else {
                     int64_t t0 = sb_now_ns();
@@ -157,6 +160,22 @@ int sb_run_o1(void)
                 snprintf(c, sizeof c, "skipped (too slow)");
             else
                 snprintf(c, sizeof c, "%.2f [%.2f-%.2f]", s.med, s.min, s.max);
+            printf(" | %-19s", c);
+        }
+        printf("\n");
+    }
+    printf("\n  CPU-ns per acquisition (user + system of the process over the window): median "
+           "[min-max]\n");
+    o_header();
+    for (int t = 0; t < nt; t++) {
+        printf("  %7d", th[t]);
+        for (int j = 0; j < sb_nlocks; j++) {
+            char c[48];
+            struct sb_sum s = sb_summarize(o_res[j][t].cpu, sb.runs);
+            if (o_res[j][t].skipped)
+                snprintf(c, sizeof c, "-");
+            else
+                snprintf(c, sizeof c, "%.0f [%.0f-%.0f]", s.med, s.min, s.max);
             printf(" | %-19s", c);
         }
         printf("\n");
@@ -214,6 +233,57 @@ int sb_run_o1(void)
         sb_verdict("O1", worst_lo >= 0.9,
                    "sqf throughput >= 0.9x pthread's at 2-4 threads: worst %.3fx at %d", worst_lo,
                    at_lo);
+    /* Against the strongest peers, at the counts where oversubscription
+     * decides (16, 64 and 256 threads, or whichever of them were run). */
+    int ns = sb_lock_index("nsync"), ab = sb_lock_index("absl");
+    if (ns >= 0 || ab >= 0) {
+        double worst = INFINITY, worst_cpu = -INFINITY, worst_fair = INFINITY;
+        int at = 0, at_cpu = 0, at_fair = 0, nk = 0, starved_k = 0;
+        for (int t = 0; t < nt; t++) {
+            if (th[t] != 16 && th[t] != 64 && th[t] != 256) continue;
+            nk++;
+            double mine = sb_summarize(o_res[sqf][t].mops, sb.runs).med;
+            double best = fmax(ns >= 0 ? sb_summarize(o_res[ns][t].mops, sb.runs).med : 0,
+                               ab >= 0 ? sb_summarize(o_res[ab][t].mops, sb.runs).med : 0);
+            if (mine / best < worst) worst = mine / best, at = th[t];
+            double c = sb_summarize(o_res[sqf][t].cpu, sb.runs).med /
+                       sb_summarize(o_res[pt][t].cpu, sb.runs).med;
+            if (c > worst_cpu) worst_cpu = c, at_cpu = th[t];
+            double jn = sb_summarize(o_res[sqf][t].jain, sb.runs).med;
+            if (jn < worst_fair) worst_fair = jn, at_fair = th[t];
+            starved_k += o_res[sqf][t].starved;
+        }
+        if (nk) {
+            sb_verdict("O1", worst >= 1.0,
+                       "sqf throughput >= the best of nsync and Abseil at 16, 64 and 256 threads: "
+                       "worst %.3fx at %d",
+                       worst, at);
+            sb_verdict("O1", worst_cpu <= 1.0,
+                       "sqf CPU per acquisition <= pthread's at 16, 64 and 256 threads: worst "
+                       "%.3fx at %d",
+                       worst_cpu, at_cpu);
+            sb_verdict("O1", worst_fair >= 0.9 && !starved_k,
+                       "sqf fair at 16, 64 and 256 threads: Jain's index >= 0.9 (worst %.3f at "
+                       "%d), no starved thread (%d runs with one)",
+                       worst_fair, at_fair, starved_k);
+        }
+        for (int t = 0; t < nt; t++)
+            if (th[t] == 16 || th[t] == 64 || th[t] == 256)
+                for (int j = 0; j < sb_nlocks; j++)
+                    if (j == ns || j == ab || j == pt)
+                        sb_note("O1 %3d threads: sqf %.3fx %s's throughput at %.2fx its CPU per "
+                                "acquisition; Jain %.2f against %.2f",
+                                th[t],
+                                sb_summarize(o_res[sqf][t].mops, sb.runs).med /
+                                    sb_summarize(o_res[j][t].mops, sb.runs).med,
+                                sb_locks[j].name,
+                                sb_summarize(o_res[sqf][t].cpu, sb.runs).med /
+                                    sb_summarize(o_res[j][t].cpu, sb.runs).med,
+                                sb_summarize(o_res[sqf][t].jain, sb.runs).med,
+                                sb_summarize(o_res[j][t].jain, sb.runs).med);
+    } else {
+        sb_note("O1: no nsync or Abseil in this build: no verdicts against them");
+    }
     sb_verdict("O1", worst_j >= 0.9 && !starved,
                "sqf fair: Jain's index >= 0.9 at every thread count (worst %.3f at %d) and every "
                "thread progressing (%d runs with a starved thread)",

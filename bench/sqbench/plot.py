@@ -7,11 +7,11 @@ sqbench runs this after it writes DIR/sqbench.csv (--csv DIR).  It writes,
 next to the CSV and only for the experiments the CSV holds:
 
     square.png/.svg    S1-S5: median seconds against n, log-log, fitted slope k
-    c1.png/.svg        C1: parallelism against hold fraction, with the model
-    c2.png/.svg        C2: parallelism against the interval between locks
+    c1.png/.svg        C1: parallelism against hold fraction, with the model; work per CPU-second
+    c2.png/.svg        C2: parallelism and CPU-ns per acquisition against the interval between locks
     w1.png/.svg        W1: wake-all latency against k waiters
     w2.png/.svg        W2: the same into an event loop (k pending loop waits)
-    o1.png/.svg        O1: throughput and Jain's fairness index against threads
+    o1.png/.svg        O1: throughput, CPU per acquisition and Jain's index against threads
     u1.png/.svg        U1: uncontended ns (and instructions) per operation
     headline.png       S2 alone, small: the plot the README shows
 
@@ -30,7 +30,7 @@ import statistics
 import sys
 
 COLUMNS = ["experiment", "variant", "threads", "x", "run", "metric", "value", "status"]
-STATUSES = ("ok", "limit", "skipped")
+STATUSES = ("ok", "limit", "skipped", "invalid")  # invalid: failed a validity guard, not drawn
 
 S_TITLES = {
     "S1": "S1 start: n threads started",
@@ -348,8 +348,19 @@ def fig_c1(plt, data, outdir, style):
         return []
     series = data.series("C1", "parallelism", per_threads=True)
     model = data.series("C1", "model", per_threads=True)
+    cpu = data.series("C1", "work_per_cpu_s", per_threads=True) if data.has("C1", "work_per_cpu_s") else {}
     threads = sorted({t for _, t in series} | {t for _, t in model})
-    fig, axes = grid_of(plt, len(threads), width=4.6, height=3.8, ncols_max=4)
+    # Parallelism on the first row, work per CPU-second below it.
+    rows = 2 if cpu else 1
+    fig, grid = plt.subplots(rows, len(threads), figsize=(4.6 * len(threads), 3.8 * rows),
+                             squeeze=False)
+    axes = list(grid[0])
+    for ax, t in zip(grid[1] if cpu else [], threads):
+        plot_lines(ax, {k: v for k, v in cpu.items() if k[1] == t}, style)
+        ax.set_xlim(-2, 102)
+        ax.set_ylim(bottom=0)
+        finish(ax, "%d thread%s: CPU cost" % (t, "" if t == 1 else "s"), "hold fraction h (%)",
+               "work per CPU-second (x a lone thread)", legend_size=7)
     for ax, t in zip(axes, threads):
         mine = {k: v for k, v in series.items() if k[1] == t}
         plot_lines(ax, mine, style)
@@ -361,8 +372,9 @@ def fig_c1(plt, data, outdir, style):
         ax.set_ylim(bottom=0)
         finish(ax, "%d thread%s" % (t, "" if t == 1 else "s"), "hold fraction h (%)",
                "parallelism", legend_size=7)
-    fig.suptitle("C1: parallelism against hold fraction, with the M/M/1//N queueing model (%s)"
-                 % runs_text(data.nruns("C1", "parallelism")), fontsize=11)
+    fig.suptitle("C1: parallelism against hold fraction, with the M/M/1//N queueing model%s (%s)"
+                 % (", and useful work per CPU-second" if cpu else "",
+                    runs_text(data.nruns("C1", "parallelism"))), fontsize=11)
     fig.tight_layout()
     save(plt, fig, outdir, "c1")
     return ["c1.png", "c1.svg"]
@@ -377,7 +389,10 @@ def fig_c2(plt, data, outdir, style):
     def label(variant, threads, _pts):
         return "%s (%d threads)" % (variant, threads) if several else variant
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    has_cpu = data.has("C2", "cpu_ns_per_acq")
+    fig, axes = plt.subplots(1, 2 if has_cpu else 1, figsize=(7.5 * (2 if has_cpu else 1), 4.8),
+                             squeeze=False)
+    ax = axes[0][0]
     plot_lines(ax, series, style, label)
     xs = sorted({p[0] for pts in series.values() for p in pts})
     log_axis(ax, "x", ticks=xs if len(xs) <= 8 else None)
@@ -387,6 +402,13 @@ def fig_c2(plt, data, outdir, style):
            % ("/".join(map(str, threads)), "" if threads == [1] else "s",
               runs_text(data.nruns("C2", "parallelism"))),
            "interval between locks (ns)", "parallelism")
+    if has_cpu:
+        ax = axes[0][1]
+        plot_lines(ax, data.series("C2", "cpu_ns_per_acq", per_threads=True), style, label)
+        log_axis(ax, "x", ticks=xs if len(xs) <= 8 else None)
+        log_axis(ax, "y")
+        finish(ax, "CPU cost (%s)" % runs_text(data.nruns("C2", "cpu_ns_per_acq")),
+               "interval between locks (ns)", "CPU-ns per acquisition (user + system), log")
     fig.tight_layout()
     save(plt, fig, outdir, "c2")
     return ["c2.png", "c2.svg"]
@@ -422,7 +444,7 @@ def fig_w2(plt, data, outdir, style):
 
 
 def fig_o1(plt, data, outdir, style):
-    metrics = [m for m in ("mops", "jain") if data.has("O1", m)]
+    metrics = [m for m in ("mops", "cpu_ns_per_acq", "jain") if data.has("O1", m)]
     if not metrics:
         return []
     fig, axes = plt.subplots(1, len(metrics), figsize=(6.2 * len(metrics), 4.8), squeeze=False)
@@ -436,6 +458,10 @@ def fig_o1(plt, data, outdir, style):
             ax.set_ylim(bottom=0)
             finish(ax, "throughput (%s)" % runs_text(data.nruns("O1", metric)), "threads",
                    "million acquisitions per second")
+        elif metric == "cpu_ns_per_acq":
+            log_axis(ax, "y")
+            finish(ax, "CPU cost (%s)" % runs_text(data.nruns("O1", metric)), "threads",
+                   "CPU-ns per acquisition (user + system), log")
         else:
             ax.set_ylim(0, 1.05)
             finish(ax, "fairness: Jain's index, 1 = all equal (%s)" % runs_text(data.nruns("O1", metric)),

@@ -68,8 +68,9 @@ int sb_list_or(const int *given, int ngiven, const int *dflt, int ndflt, int *ou
 /* One raw measurement.  exp: "S2"; variant: "sqf-combine"; threads: threads
  * used; x: the swept parameter (n, k, h in %, interval in ns...); run: 0-based
  * run number; metric: "seconds", "parallelism", "ns_per_op", ...; status:
- * "ok", "limit" (the run hit the time limit; value is the time it took) or
- * "skipped" (not run because a smaller point of the same variant hit it). */
+ * "ok", "limit" (the run hit the time limit; value is the time it took),
+ * "skipped" (not run because a smaller point of the same variant hit it) or
+ * "invalid" (its point failed a validity guard: see sb_invalid). */
 void sb_record(const char *exp, const char *variant, int threads, double x, int run,
                const char *metric, double value, const char *status);
 /* A claim and whether this run met it; printed at once, repeated in the
@@ -83,6 +84,16 @@ void sb_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * ("SCHED_OTHER, 2 CPUs: 0-1"); whether the policy is SCHED_RR. */
 void sb_placement(char *buf, size_t n);
 int sb_sched_rr(void);
+/* CPUs this process may run on (its affinity mask). */
+int sb_cpus_allowed(void);
+
+/* Validity guards (BENCHMARKS.md "Validity"): an experiment that finds a
+ * figure that cannot be true calls this once per such point, with what it
+ * found ("C1 sqf N=2 h=0%: parallelism 2.99 > 2 CPUs").  The point must be
+ * printed as invalid and left out of verdicts and plots (recorded with
+ * status "invalid"); the summary counts these and says the machine was too
+ * noisy. */
+void sb_invalid(const char *exp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 _Noreturn void sb_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Experiment heading. */

@@ -11,6 +11,7 @@ checks the failures: no CSV, a CSV that is not sqbench's, no matplotlib
 failures can be checked, and plot.py must report them so.
 """
 
+import importlib.util
 import math
 import os
 import struct
@@ -85,7 +86,7 @@ def s_rows(limits=False):
 
 def other_rows():
     rows = [("C1", "calibration", 1, 0, 0, "unit_ns", 1.7, "ok")]
-    locks = ["pthread", "pthread-adaptive", "ttas", "ck-mcs", "sqf"]
+    locks = ["pthread", "pthread-adaptive", "ttas", "ck-mcs", "nsync", "absl", "sqf"]
     for run in range(RUNS):
         rows.append(("C1", "no-lock", 1, 0, run, "units_per_s", 5e8, "ok"))
         for t in (1, 2, 4, 8):
@@ -93,8 +94,11 @@ def other_rows():
                 h = hi / 10
                 for i, lock in enumerate(locks):
                     p = model(t, h) * (0.6 + 0.08 * i) * jitter(run)
-                    rows.append(("C1", lock, t, hi * 10, run, "parallelism", "%.6g" % p, "ok"))
-                    rows.append(("C1", lock, t, hi * 10, run, "efficiency", "%.6g" % (p / t), "ok"))
+                    # An invalid point (a validity guard failed) must not be drawn.
+                    st = "invalid" if (lock == "ttas" and t == 1 and hi == 0) else "ok"
+                    rows.append(("C1", lock, t, hi * 10, run, "parallelism", "%.6g" % (p * (3 if st != "ok" else 1)), st))
+                    rows.append(("C1", lock, t, hi * 10, run, "efficiency", "%.6g" % (p / t), st))
+                    rows.append(("C1", lock, t, hi * 10, run, "work_per_cpu_s", "%.6g" % (p / max(1, min(t, 2)) * 0.9), st))
     for t in (1, 2, 4, 8):
         for hi in range(11):
             rows.append(("C1", "model", t, hi * 10, 0, "model", "%.6g" % model(t, hi / 10), "ok"))
@@ -105,6 +109,7 @@ def other_rows():
                 p = 2 * x / (x + 100 * (i + 1)) * jitter(run)
                 rows.append(("C2", lock, 2, x, run, "mops", "%.6g" % (p * 20), "ok"))
                 rows.append(("C2", lock, 2, x, run, "parallelism", "%.6g" % p, "ok"))
+                rows.append(("C2", lock, 2, x, run, "cpu_ns_per_acq", "%.6g" % (2 * x + 100 * (i + 1)), "ok"))
     for run in range(RUNS):
         for i, v in enumerate(["pthread-cond", "c++20-latch", "futex", "sqf-event", "sqf-latch"]):
             for k in (1, 4, 16, 64, 256, 1024):
@@ -121,6 +126,7 @@ def other_rows():
                     continue
                 rows.append(("O1", lock, t, t, run, "mops", "%.6g" % (140 / (1 + i * math.log2(t)) * jitter(run)), "ok"))
                 rows.append(("O1", lock, t, t, run, "jain", "%.4f" % max(0.3, 1 - 0.002 * i * t), "ok"))
+                rows.append(("O1", lock, t, t, run, "cpu_ns_per_acq", "%.6g" % (20 * (1 + i) * math.log2(2 * t)), "ok"))
                 rows.append(("O1", lock, t, t, run, "min_acq", 1000, "ok"))
                 rows.append(("O1", lock, t, t, run, "max_acq", 3000, "ok"))
     u1 = {"pair/pthread": (7.1, 52), "pair/pthread-adaptive": (7.9, 60), "pair/ttas": (2.1, 12),
@@ -257,6 +263,17 @@ def main():
                   "all: c1.svg plots parallelism only")
             for t in ("1 thread", "2 threads", "4 threads", "8 threads"):
                 check(t in text, "all: c1.svg has a panel for %s" % t)
+            check("work per CPU-second" in text, "all: c1.svg has the CPU-cost row")
+            for fam in ("c2", "o1"):
+                text = svg_text(os.path.join(d, fam + ".svg")) or ""
+                check("CPU-ns per acquisition" in text, "all: %s.svg has a CPU-cost panel" % fam)
+            # Invalid points are left out of the plots.
+            spec = importlib.util.spec_from_file_location("sqbench_plot", plot)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            data = mod.Data(mod.read_csv(os.path.join(d, "sqbench.csv")))
+            ttas = data.series("C1", "parallelism", per_threads=True).get(("ttas", 1), [])
+            check(ttas and all(p[0] != 0 for p in ttas), "all: an invalid C1 point is not drawn")
             text = svg_text(os.path.join(d, "u1.svg")) or ""
             check("pair/sqf" in text and "20 instr" in text, "all: u1.svg annotates instructions")
             text = svg_text(os.path.join(d, "o1.svg")) or ""
