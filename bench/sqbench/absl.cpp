@@ -145,9 +145,9 @@ sqb_absl_counter *sqb_absl_counter_new(int count)
     return new (std::nothrow) sqb_absl_counter(count);
 }
 
-void sqb_absl_counter_decrement(sqb_absl_counter *c)
+int sqb_absl_counter_decrement(sqb_absl_counter *c)
 {
-    c->counter.DecrementCount();
+    return c->counter.DecrementCount() ? 1 : 0;
 }
 
 void sqb_absl_counter_wait(sqb_absl_counter *c)

@@ -49,9 +49,10 @@ int sqb_absl_barrier_block(sqb_absl_barrier *b);
 void sqb_absl_barrier_del(sqb_absl_barrier *b);
 
 /* absl::BlockingCounter: Wait() returns once DecrementCount() has been
- * called `count` times; Wait() may be called once, by one thread. */
+ * called `count` times; Wait() may be called once, by one thread.
+ * decrement returns 1 for the call that brought the count to zero. */
 sqb_absl_counter *sqb_absl_counter_new(int count);
-void sqb_absl_counter_decrement(sqb_absl_counter *c);
+int sqb_absl_counter_decrement(sqb_absl_counter *c);
 void sqb_absl_counter_wait(sqb_absl_counter *c);
 void sqb_absl_counter_del(sqb_absl_counter *c);
 

@@ -7,7 +7,8 @@
 #
 # Checks:
 #   - `sqbench report --quick` on tiny sizes exits 0 and writes sqbench.csv:
-#     the exact header, 8 fields a row, status ok|limit|skipped, every
+#     the exact header, 8 fields a row, status ok|limit|skipped|invalid
+#     (invalid: a C1 point that failed a validity guard), every
 #     experiment id (S1-S5, C1, C2, U1, W1, O1, Q1, Q2; W2 where the build has an
 #     event-loop backend) present;
 #   - bad input: an unknown experiment or option, malformed lists, unwritable
@@ -55,7 +56,7 @@ else
     head=$(head -n 1 "$CSV")
     if [[ "$head" == "$HEADER" ]]; then ok "header"; else fail "header is '$head', not '$HEADER'"; fi
     # Every row: 8 fields, a known status, numbers where numbers belong.
-    bad=$(awk -F, 'NR > 1 && (NF != 8 || $8 !~ /^(ok|limit|skipped)$/ || $3 !~ /^[0-9]+$/ ||
+    bad=$(awk -F, 'NR > 1 && (NF != 8 || $8 !~ /^(ok|limit|skipped|invalid)$/ || $3 !~ /^[0-9]+$/ ||
                                $5 !~ /^[0-9]+$/ || $1 == "" || $2 == "" || $6 == "") {
                        print NR ": " $0; n++; if (n == 5) exit }' "$CSV")
     if [[ -z "$bad" ]]; then ok "every row has 8 fields and a known status"; else fail "malformed rows:"$'\n'"$bad"; fi

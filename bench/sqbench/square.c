@@ -28,10 +28,20 @@
 
 #include <squarefree.h>
 
+#ifdef SQB_HAVE_NSYNC
+#include <nsync_counter.h>
+#include <nsync_mu.h>
+#include <nsync_note.h>
+#include <nsync_time.h>
+#endif
+#ifdef SQB_HAVE_ABSL
+#include "absl.h"
+#endif
+
 #include "cxx.h"
 #include "sqbench.h"
 
-#define S_MAX_VARIANTS 6
+#define S_MAX_VARIANTS 8
 #define S_PASSES       10                  /* S5: barrier passes per run */
 #define S_HANG_NS      (60 * 1000000000LL) /* watchdog grace after the limit */
 
@@ -195,6 +205,20 @@ static int64_t s1_run(int v, int n)
     return t;
 }
 
+/* The floor of S2-S5, as S1's: n threads that synchronise nothing, from the
+ * first create to the last join.  Every other variant of those tables starts
+ * its clock later (once all n are waiting), so the floor's time is not a
+ * bound on theirs; its exponent is what creating and joining n threads grows
+ * with here, the least any variant's can. */
+static int64_t s_floor_run(int n)
+{
+    int64_t t0 = sb_now_ns();
+    for (int i = 0; i < n; i++)
+        s_start_thread(i, n, s1_floor, NULL);
+    s_join_all(n);
+    return sb_now_ns() - t0;
+}
+
 /* ==== S2: mutex ============================================================
  * All n threads queue on one lock; the first holds it until all are queued
  * (counted in), then each, after its turn, works until all have had theirs;
@@ -209,6 +233,16 @@ static struct {
     pthread_barrier_t barrier;
     sqf_mutex m;
     sqf_countdown batch;
+    atomic_int bad; /* a peer's wait returned a wrong count */
+#ifdef SQB_HAVE_NSYNC
+    nsync_mu nm;
+    nsync_counter nc;
+#endif
+#ifdef SQB_HAVE_ABSL
+    sqb_absl_mutex *am;
+    sqb_absl_counter *ac;
+    sqb_absl_note *an;
+#endif
 } s2;
 
 /* The critical section: the first thread in waits until everyone is queued
@@ -285,26 +319,104 @@ static void *s2_sqf_combine(void *arg)
     return NULL;
 }
 
+/* nsync: the sqf variant with nsync_mu for the lock and nsync_counter in
+ * sqf_countdown's place: up before, down after, wait (every thread; n is not
+ * known to this code either).  nsync forbids an increment once a waiter may
+ * have waited; none can here, since every thread counts up before it queues
+ * and nobody counts down before all have queued. */
+#ifdef SQB_HAVE_NSYNC
+static void *s2_nsync(void *arg)
+{
+    (void)arg;
+    nsync_counter_add(s2.nc, 1);
+    atomic_fetch_add(&s2.in, 1);
+    nsync_mu_lock(&s2.nm);
+    s2_section(NULL);
+    nsync_mu_unlock(&s2.nm);
+    nsync_counter_add(s2.nc, -1);
+    if (nsync_counter_wait(s2.nc, nsync_time_no_deadline) != 0) atomic_store(&s2.bad, 1);
+    return NULL;
+}
+#endif
+
+/* absl: absl::Mutex for the lock; for the count, absl::BlockingCounter
+ * (count n) plus an absl::Notification.  BlockingCounter's count is fixed
+ * when it is made (so this idiom needs n in advance, as the pthread_barrier
+ * idiom does and the sqf variant does not) and only one thread may Wait()
+ * on it: so every thread calls DecrementCount() after its turn, the one
+ * whose call brings the count to zero Notify()s, and the others
+ * WaitForNotification(). */
+#ifdef SQB_HAVE_ABSL
+static void *s2_absl(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&s2.in, 1);
+    sqb_absl_mutex_lock(s2.am);
+    s2_section(NULL);
+    sqb_absl_mutex_unlock(s2.am);
+    if (sqb_absl_counter_decrement(s2.ac)) {
+        sqb_absl_counter_wait(s2.ac); /* returns at once; Abseil asks for one Wait() */
+        sqb_absl_note_notify(s2.an);
+    } else {
+        sqb_absl_note_wait(s2.an);
+    }
+    return NULL;
+}
+#endif
+
+enum { S2_FLOOR, S2_SEED, S2_PTHREAD, S2_SQF, S2_COMBINE, S2_MUTEX, S2_NSYNC, S2_ABSL, S2_NV };
+
 static int64_t s2_run(int v, int n)
 {
-    static void *(*const fns[])(void *) = {s2_seed, s2_pthread, s2_sqf, s2_sqf_combine,
-                                           s2_sqf_mutex};
+    if (v == S2_FLOOR) return s_floor_run(n);
+    static void *(*const fns[S2_NV])(void *) = {
+        [S2_SEED] = s2_seed,           [S2_PTHREAD] = s2_pthread, [S2_SQF] = s2_sqf,
+        [S2_COMBINE] = s2_sqf_combine, [S2_MUTEX] = s2_sqf_mutex,
+#ifdef SQB_HAVE_NSYNC
+        [S2_NSYNC] = s2_nsync,
+#endif
+#ifdef SQB_HAVE_ABSL
+        [S2_ABSL] = s2_absl,
+#endif
+    };
     s2.n = n;
     atomic_store(&s2.in, 0);
     atomic_store(&s2.done, n);
+    atomic_store(&s2.bad, 0);
     s2.first_seen = 0;
     pthread_mutex_init(&s2.pm, NULL);
     if (pthread_barrier_init(&s2.barrier, NULL, (unsigned)n) != 0) sb_fail("S2: barrier init");
     sqf_mutex_init(&s2.m, 0);
     sqf_countdown_init(&s2.batch, 0, 0);
+#ifdef SQB_HAVE_NSYNC
+    nsync_mu_init(&s2.nm);
+    s2.nc = nsync_counter_new(0);
+    if (!s2.nc) sb_fail("S2: nsync_counter_new: out of memory");
+#endif
+#ifdef SQB_HAVE_ABSL
+    s2.am = sqb_absl_mutex_new();
+    s2.ac = sqb_absl_counter_new(n);
+    s2.an = sqb_absl_note_new();
+    if (!s2.am || !s2.ac || !s2.an) sb_fail("S2: Abseil objects: out of memory");
+#endif
     for (int i = 0; i < n; i++)
-        s_start_thread(i, n, fns[v], NULL);
+        s_start_thread(i, n, fns[v], (void *)(intptr_t)i);
     s_join_all(n);
     int64_t t = sb_now_ns() - (int64_t)atomic_load(&s_start);
+    if (atomic_load(&s2.bad))
+        sb_fail("%s: nsync_counter_wait returned a count other than 0", s_what);
     pthread_mutex_destroy(&s2.pm);
     pthread_barrier_destroy(&s2.barrier);
     sqf_mutex_destroy(&s2.m);
     sqf_countdown_destroy(&s2.batch);
+#ifdef SQB_HAVE_NSYNC
+    nsync_counter_free(s2.nc);
+#endif
+#ifdef SQB_HAVE_ABSL
+    sqb_absl_mutex_del(s2.am);
+    sqb_absl_counter_del(s2.ac);
+    sqb_absl_note_del(s2.an);
+#endif
     return t;
 }
 
@@ -322,27 +434,29 @@ static struct {
     sqf_latch latch;
 } s3;
 
+enum { S3_FLOOR, S3_SEED, S3_SQF, S3_BATCH, S3_LATCH };
+
 static void *s3_thread(void *arg)
 {
     int v = (int)(intptr_t)arg;
     int n = s3.n;
     if (atomic_fetch_sub(&s3.waiting, 1) <= 0) { /* the last thread */
         s_mark_start();
-        if (v == 0)
+        if (v == S3_SEED)
             for (int i = 0; i < n - 1; i++)
                 sem_post(&s3.ps);
-        else if (v == 1)
+        else if (v == S3_SQF)
             for (int i = 0; i < n - 1; i++)
                 sqf_sem_release(&s3.s, 1);
         else if (n > 1)
             sqf_sem_release(&s3.s, (unsigned)(n - 1));
-    } else if (v == 0) {
+    } else if (v == S3_SEED) {
         while (sem_wait(&s3.ps) != 0 && errno == EINTR) {
         }
     } else {
         sqf_sem_acquire(&s3.s);
     }
-    if (v == 3) {
+    if (v == S3_LATCH) {
         sqf_latch_arrive_and_wait(&s3.latch, 1);
         return NULL;
     }
@@ -353,6 +467,7 @@ static void *s3_thread(void *arg)
 
 static int64_t s3_run(int v, int n)
 {
+    if (v == S3_FLOOR) return s_floor_run(n);
     s3.n = n;
     atomic_store(&s3.waiting, n - 1);
     atomic_store(&s3.woken, 0);
@@ -385,27 +500,57 @@ static struct {
 #ifdef SQB_HAVE_CXX20
     sqb_cxx_latch *cxx;
 #endif
+    atomic_int bad; /* nsync_note_wait returned "not notified" */
+#ifdef SQB_HAVE_NSYNC
+    nsync_note nn;
+#endif
+#ifdef SQB_HAVE_ABSL
+    sqb_absl_note *an;
+#endif
 } s4;
+
+/* nsync: an nsync_note (waiters nsync_note_wait, the setter
+ * nsync_note_notify); absl: an absl::Notification (WaitForNotification,
+ * Notify).  Both single-use: a fresh one every run.  Then, like seed, sqf
+ * and c++20, polling until all are woken. */
+enum { S4_FLOOR, S4_SEED, S4_SQF, S4_LATCH, S4_CXX, S4_NSYNC, S4_ABSL };
 
 static void *s4_thread(void *arg)
 {
     int v = (int)(intptr_t)arg;
-    if (v == 0) {
+    switch (v) {
+    case S4_SEED:
         pthread_mutex_lock(&s4.pm);
         atomic_fetch_add(&s4.waiting, 1); /* under the mutex: asleep once the setter sees it */
         while (!s4.flag)
             pthread_cond_wait(&s4.pc, &s4.pm);
         pthread_mutex_unlock(&s4.pm);
-    } else if (v == 1 || v == 2) {
+        break;
+    case S4_SQF:
+    case S4_LATCH:
         atomic_fetch_add(&s4.waiting, 1);
         sqf_event_wait(&s4.e);
-    } else {
+        break;
 #ifdef SQB_HAVE_CXX20
+    case S4_CXX:
         atomic_fetch_add(&s4.waiting, 1);
         sqb_cxx_latch_wait(s4.cxx);
+        break;
+#endif
+#ifdef SQB_HAVE_NSYNC
+    case S4_NSYNC:
+        atomic_fetch_add(&s4.waiting, 1);
+        if (!nsync_note_wait(s4.nn, nsync_time_no_deadline)) atomic_store(&s4.bad, 1);
+        break;
+#endif
+#ifdef SQB_HAVE_ABSL
+    case S4_ABSL:
+        atomic_fetch_add(&s4.waiting, 1);
+        sqb_absl_note_wait(s4.an);
+        break;
 #endif
     }
-    if (v == 2) {
+    if (v == S4_LATCH) {
         sqf_latch_arrive_and_wait(&s4.latch, 1);
         return NULL;
     }
@@ -416,9 +561,11 @@ static void *s4_thread(void *arg)
 
 static int64_t s4_run(int v, int n)
 {
+    if (v == S4_FLOOR) return s_floor_run(n);
     s4.n = n;
     atomic_store(&s4.waiting, 0);
     atomic_store(&s4.woken, 0);
+    atomic_store(&s4.bad, 0);
     s4.flag = 0;
     pthread_mutex_init(&s4.pm, NULL);
     pthread_cond_init(&s4.pc, NULL);
@@ -428,33 +575,63 @@ static int64_t s4_run(int v, int n)
     s4.cxx = sqb_cxx_latch_new(1);
     if (!s4.cxx) sb_fail("S4: std::latch: out of memory");
 #endif
+#ifdef SQB_HAVE_NSYNC
+    s4.nn = nsync_note_new(NULL, nsync_time_no_deadline);
+    if (!s4.nn) sb_fail("S4: nsync_note_new: out of memory");
+#endif
+#ifdef SQB_HAVE_ABSL
+    s4.an = sqb_absl_note_new();
+    if (!s4.an) sb_fail("S4: absl::Notification: out of memory");
+#endif
     for (int i = 0; i < n; i++)
         s_start_thread(i, n, s4_thread, (void *)(intptr_t)v);
     /* Set once all have counted in; the condvar waiters are then asleep (they
      * counted under the mutex), the others at most a few instructions away. */
     while (atomic_load(&s4.waiting) < n)
         sb_work();
-    if (v == 0) pthread_mutex_lock(&s4.pm);
+    if (v == S4_SEED) pthread_mutex_lock(&s4.pm);
     s_mark_start();
-    if (v == 0) {
+    switch (v) {
+    case S4_SEED:
         s4.flag = 1;
         pthread_cond_broadcast(&s4.pc);
         pthread_mutex_unlock(&s4.pm);
-    } else if (v == 1 || v == 2) {
+        break;
+    case S4_SQF:
+    case S4_LATCH:
         sqf_event_set(&s4.e);
-    } else {
+        break;
 #ifdef SQB_HAVE_CXX20
+    case S4_CXX:
         sqb_cxx_latch_count_down(s4.cxx);
+        break;
+#endif
+#ifdef SQB_HAVE_NSYNC
+    case S4_NSYNC:
+        nsync_note_notify(s4.nn);
+        break;
+#endif
+#ifdef SQB_HAVE_ABSL
+    case S4_ABSL:
+        sqb_absl_note_notify(s4.an);
+        break;
 #endif
     }
     s_join_all(n);
     int64_t t = sb_now_ns() - (int64_t)atomic_load(&s_start);
+    if (atomic_load(&s4.bad)) sb_fail("%s: nsync_note_wait returned before the notify", s_what);
     pthread_mutex_destroy(&s4.pm);
     pthread_cond_destroy(&s4.pc);
     sqf_event_destroy(&s4.e);
     sqf_latch_destroy(&s4.latch);
 #ifdef SQB_HAVE_CXX20
     sqb_cxx_latch_del(s4.cxx);
+#endif
+#ifdef SQB_HAVE_NSYNC
+    nsync_note_free(s4.nn);
+#endif
+#ifdef SQB_HAVE_ABSL
+    sqb_absl_note_del(s4.an);
 #endif
     return t;
 }
@@ -472,34 +649,53 @@ static struct {
 #ifdef SQB_HAVE_CXX20
     sqb_cxx_barrier *cxx;
 #endif
+#ifdef SQB_HAVE_ABSL
+    /* absl::Barrier is single-use: one per pass, all made before the run. */
+    sqb_absl_barrier *ab[1 + S_PASSES];
+    atomic_int serial; /* Block() calls that returned true: one per barrier */
+#endif
 } s5;
 
-static void s5_pass(int v)
+enum { S5_FLOOR, S5_PTHREAD, S5_CXX, S5_SQF, S5_ABSL };
+
+/* Pass r (0 the gathering one) of variant v. */
+static void s5_pass(int v, int r)
 {
-    if (v == 0)
+    switch (v) {
+    case S5_PTHREAD:
         pthread_barrier_wait(&s5.pb);
-    else if (v == 2)
+        break;
+    case S5_SQF:
         sqf_barrier_wait(&s5.b, NULL);
-    else {
+        break;
 #ifdef SQB_HAVE_CXX20
+    case S5_CXX:
         sqb_cxx_barrier_arrive_and_wait(s5.cxx);
+        break;
+#endif
+#ifdef SQB_HAVE_ABSL
+    case S5_ABSL:
+        if (sqb_absl_barrier_block(s5.ab[r])) atomic_fetch_add(&s5.serial, 1);
+        break;
 #endif
     }
+    (void)r;
 }
 
 static void *s5_thread(void *arg)
 {
     int v = (int)(intptr_t)arg;
-    s5_pass(v);
+    s5_pass(v, 0);
     s_mark_start();
-    for (int i = 0; i < S_PASSES; i++)
-        s5_pass(v);
+    for (int i = 1; i <= S_PASSES; i++)
+        s5_pass(v, i);
     if (atomic_fetch_add(&s5.out, 1) == s5.n - 1) atomic_store(&s_end, (long long)sb_now_ns());
     return NULL;
 }
 
 static int64_t s5_run(int v, int n)
 {
+    if (v == S5_FLOOR) return s_floor_run(n);
     s5.n = n;
     atomic_store(&s5.out, 0);
     if (pthread_barrier_init(&s5.pb, NULL, (unsigned)n) != 0) sb_fail("S5: barrier init");
@@ -508,10 +704,22 @@ static int64_t s5_run(int v, int n)
     s5.cxx = sqb_cxx_barrier_new(n);
     if (!s5.cxx) sb_fail("S5: std::barrier: out of memory");
 #endif
+#ifdef SQB_HAVE_ABSL
+    atomic_store(&s5.serial, 0);
+    for (int r = 0; r <= S_PASSES; r++)
+        if (!(s5.ab[r] = sqb_absl_barrier_new(n))) sb_fail("S5: absl::Barrier: out of memory");
+#endif
     for (int i = 0; i < n; i++)
         s_start_thread(i, n, s5_thread, (void *)(intptr_t)v);
     s_join_all(n);
     int64_t t = (int64_t)atomic_load(&s_end) - (int64_t)atomic_load(&s_start);
+#ifdef SQB_HAVE_ABSL
+    for (int r = 0; r <= S_PASSES; r++)
+        sqb_absl_barrier_del(s5.ab[r]);
+    if (v == S5_ABSL && atomic_load(&s5.serial) != 1 + S_PASSES)
+        sb_fail("%s: %d Block() calls returned true, not one per pass (%d)", s_what,
+                atomic_load(&s5.serial), 1 + S_PASSES);
+#endif
     pthread_barrier_destroy(&s5.pb);
     sqf_barrier_destroy(&s5.b);
 #ifdef SQB_HAVE_CXX20
@@ -880,19 +1088,47 @@ static int s_find(const struct s_variant *v, int nv, const char *name)
     return -1;
 }
 
-/* "exponent <= 1.10" for every squarefree variant; "no slower than the best
- * pthread variant at the largest n" for each, unless told which peer. */
-static void s_verdict_exponents(const char *exp, const struct s_variant *v,
-                                const struct s_result *r)
+/* Squarefree variants grow no faster than the floor of the same table:
+ * "exponent <= the floor's + 0.05", in the same run.  (S2 words its own.) */
+static void s_verdict_vs_floor(const char *exp, const struct s_variant *v, const struct s_result *r,
+                               int floor)
 {
     for (int j = 0; j < r->nv; j++) {
-        if (!v[j].sqf || !v[j].built || strcmp(v[j].name, "sqf-mutex") == 0) continue;
-        sb_verdict(exp, r->k[j] <= 1.10, "%s exponent %.3f (target <= 1.10)", v[j].name, r->k[j]);
+        if (!v[j].sqf || !v[j].built) continue;
+        sb_verdict(exp, r->k[j] <= r->k[floor] + 0.05,
+                   "%s exponent %.3f (target <= the floor's %.3f + 0.05)", v[j].name, r->k[j],
+                   r->k[floor]);
     }
 }
 
+/* One note line with the raw exponents of every variant that is not
+ * squarefree's and not the floor (their verdicts print those): the peers. */
+static void s_note_peer_exponents(const char *exp, const struct s_variant *v,
+                                  const struct s_result *r)
+{
+    char buf[400];
+    size_t len = 0;
+    for (int j = 0; j < r->nv && len < sizeof buf; j++) {
+        if (v[j].sqf || strcmp(v[j].name, "floor") == 0) continue;
+        char k[24];
+        if (!v[j].built)
+            snprintf(k, sizeof k, "not built");
+        else if (isnan(r->k[j]))
+            snprintf(k, sizeof k, "-");
+        else
+            snprintf(k, sizeof k, "%.2f", r->k[j]);
+        len +=
+            (size_t)snprintf(buf + len, sizeof buf - len, "%s%s %s", len ? ", " : "", v[j].name, k);
+    }
+    sb_note("%s: peers' exponents: %s", exp, len ? buf : "none");
+}
+
+/* "No slower than the best pthread variant at the largest n" for each
+ * squarefree variant, against the peers named. */
+/* Squarefree variants at the largest n take no longer than the best of
+ * `peers` (described by `what`, e.g. "pthread variant"). */
 static void s_verdict_vs_best(const char *exp, const struct s_variant *v, const struct s_result *r,
-                              const char *const *peers, int npeers)
+                              const char *const *peers, int npeers, const char *what)
 {
     int best = -1;
     for (int p = 0; p < npeers; p++) {
@@ -905,13 +1141,13 @@ static void s_verdict_vs_best(const char *exp, const struct s_variant *v, const 
         if (!v[j].sqf || !v[j].built || strcmp(v[j].name, "sqf-mutex") == 0) continue;
         double a = s_last(r, j), b = s_last(r, best);
         sb_verdict(exp, a <= b,
-                   "%s at n=%d: %.4f s vs best pthread variant (%s) %.4f s: %.2fx (target <= 1)",
-                   v[j].name, nmax, a, v[best].name, b, a / b);
+                   "%s at n=%d: %.4f s vs the best %s (%s) %.4f s: %.2fx (target <= 1)", v[j].name,
+                   nmax, a, what, v[best].name, b, a / b);
     }
 }
 
-/* The issue's targets compare with pthreads; C++20 is a peer worth
- * showing beside them, as a note. */
+/* Where the targets compare with pthreads, C++20 is a peer worth showing
+ * beside them, as a note. */
 static void s_note_vs_cxx(const char *exp, const struct s_variant *v, const struct s_result *r)
 {
     int c = s_find(v, r->nv, "c++20");
@@ -927,6 +1163,16 @@ static void s_note_vs_cxx(const char *exp, const struct s_variant *v, const stru
 #else
 #define S_CXX 0
 #endif
+#ifdef SQB_HAVE_NSYNC
+#define S_NSYNC 1
+#else
+#define S_NSYNC 0
+#endif
+#ifdef SQB_HAVE_ABSL
+#define S_ABSL 1
+#else
+#define S_ABSL 0
+#endif
 
 int sb_run_s1(void)
 {
@@ -939,9 +1185,10 @@ int sb_run_s1(void)
                  "std::latch)",
                  v, 6, s1_run, &r, s_default_n, S_NDEFAULT);
     static const char *const peers[] = {"seed", "seed-wait", "pthread"};
-    s_verdict_exponents("S1", v, &r);
-    s_verdict_vs_best("S1", v, &r, peers, 3);
+    s_verdict_vs_floor("S1", v, &r, 0);
+    s_verdict_vs_best("S1", v, &r, peers, 3, "pthread variant");
     s_note_vs_cxx("S1", v, &r);
+    s_note_peer_exponents("S1", v, &r);
     sb_note("S1: floor (threads that synchronise nothing) exponent %.2f: creating and joining "
             "the threads alone grows that fast here, and no variant can grow slower.",
             r.k[0]);
@@ -950,28 +1197,32 @@ int sb_run_s1(void)
 
 int sb_run_s2(void)
 {
-    static const struct s_variant v[] = {{"seed", 1, 0},
-                                         {"pthread", 1, 0},
-                                         {"sqf", 1, 1},
-                                         {"sqf-combine", 1, 1},
-                                         {"sqf-mutex", 1, 1}};
+    static const struct s_variant v[S2_NV] = {
+        [S2_FLOOR] = {"floor", 1, 0},         [S2_SEED] = {"seed", 1, 0},
+        [S2_PTHREAD] = {"pthread", 1, 0},     [S2_SQF] = {"sqf", 1, 1},
+        [S2_COMBINE] = {"sqf-combine", 1, 1}, [S2_MUTEX] = {"sqf-mutex", 1, 1},
+        [S2_NSYNC] = {"nsync", S_NSYNC, 0},   [S2_ABSL] = {"absl", S_ABSL, 0}};
     struct s_result r;
     s_experiment("S2",
-                 "serialise n threads through one mutex (seed: pthread_mutex + polling; "
-                 "pthread: + pthread_barrier; sqf: sqf_mutex + sqf_countdown; sqf-combine: "
-                 "the seed's code through sqf_mutex_combine; sqf-mutex: the seed's code on "
-                 "sqf_mutex)",
-                 v, 5, s2_run, &r, s_default_n, S_NDEFAULT);
+                 "serialise n threads through one mutex (floor: create and join only; seed: "
+                 "pthread_mutex + polling; pthread: + pthread_barrier; sqf: sqf_mutex + "
+                 "sqf_countdown; sqf-combine: the seed's code through sqf_mutex_combine; "
+                 "sqf-mutex: the seed's code on sqf_mutex; nsync: nsync_mu + nsync_counter; "
+                 "absl: absl::Mutex + absl::BlockingCounter and absl::Notification)",
+                 v, S2_NV, s2_run, &r, s_default_n, S_NDEFAULT);
     int nmax = r.n[r.nn - 1];
-    double seed = s_last(&r, 0), pth = s_last(&r, 1), sqf = s_last(&r, 2), comb = s_last(&r, 3),
-           plain = s_last(&r, 4);
-    sb_verdict("S2", r.k[3] <= 1.10, "sqf-combine exponent %.3f (target <= 1.10; seed %.2f)",
-               r.k[3], r.k[0]);
+    double seed = s_last(&r, S2_SEED), pth = s_last(&r, S2_PTHREAD), sqf = s_last(&r, S2_SQF),
+           comb = s_last(&r, S2_COMBINE), plain = s_last(&r, S2_MUTEX);
+    double kf = r.k[S2_FLOOR];
+    sb_verdict("S2", r.k[S2_COMBINE] <= kf + 0.05,
+               "sqf-combine exponent %.3f (target <= the floor's %.3f + 0.05; seed %.2f)",
+               r.k[S2_COMBINE], kf, r.k[S2_SEED]);
     sb_verdict("S2", seed / comb >= 10,
                "sqf-combine %.1fx faster than the seed's pthread code at n=%d (target >= 10x)",
                seed / comb, nmax);
-    sb_verdict("S2", r.k[2] <= 1.10, "sqf (countdown, n unknown) exponent %.3f (target <= 1.10)",
-               r.k[2]);
+    sb_verdict("S2", r.k[S2_SQF] <= kf + 0.05,
+               "sqf (countdown, n unknown) exponent %.3f (target <= the floor's %.3f + 0.05)",
+               r.k[S2_SQF], kf);
     sb_verdict("S2", sqf <= pth,
                "sqf %.4f s vs the pthread_barrier idiom (needs n) %.4f s at n=%d = %.2fx "
                "(target <= 1)",
@@ -979,73 +1230,74 @@ int sb_run_s2(void)
     sb_note("sqf-mutex (the seed's polling code on sqf_mutex, no remedy): exponent %.2f, %.4f s "
             "at n=%d; a plain mutex hands the lock to one sleeper at a time, and each wake-up "
             "waits its turn behind the pollers: the square is in the polling, not in the lock.",
-            r.k[4], plain, nmax);
+            r.k[S2_MUTEX], plain, nmax);
+    s_note_peer_exponents("S2", v, &r);
     return 0;
 }
 
 int sb_run_s3(void)
 {
     static const struct s_variant v[] = {
-        {"seed", 1, 0}, {"sqf", 1, 1}, {"sqf-batch", 1, 1}, {"sqf-latch", 1, 1}};
+        {"floor", 1, 0}, {"seed", 1, 0}, {"sqf", 1, 1}, {"sqf-batch", 1, 1}, {"sqf-latch", 1, 1}};
     struct s_result r;
     s_experiment("S3",
-                 "notify n-1 threads (seed: sem_post loop + polling; sqf: sqf_sem release(1) "
-                 "loop; sqf-batch: one release(n-1); sqf-latch: one release(n-1), then an "
-                 "sqf_latch instead of polling)",
-                 v, 4, s3_run, &r, s_default_n, S_NDEFAULT);
+                 "notify n-1 threads (floor: create and join only; seed: sem_post loop + "
+                 "polling; sqf: sqf_sem release(1) loop; sqf-batch: one release(n-1); "
+                 "sqf-latch: one release(n-1), then an sqf_latch instead of polling)",
+                 v, 5, s3_run, &r, s_default_n, S_NDEFAULT);
     static const char *const peers[] = {"seed"};
-    s_verdict_exponents("S3", v, &r);
-    s_verdict_vs_best("S3", v, &r, peers, 1);
+    s_verdict_vs_floor("S3", v, &r, S3_FLOOR);
+    s_verdict_vs_best("S3", v, &r, peers, 1, "pthread variant");
+    s_note_peer_exponents("S3", v, &r);
     return 0;
 }
 
 int sb_run_s4(void)
 {
     static const struct s_variant v[] = {
-        {"seed", 1, 0}, {"sqf", 1, 1}, {"sqf-latch", 1, 1}, {"c++20", S_CXX, 0}};
+        [S4_FLOOR] = {"floor", 1, 0},   [S4_SEED] = {"seed", 1, 0},
+        [S4_SQF] = {"sqf", 1, 1},       [S4_LATCH] = {"sqf-latch", 1, 1},
+        [S4_CXX] = {"c++20", S_CXX, 0}, [S4_NSYNC] = {"nsync", S_NSYNC, 0},
+        [S4_ABSL] = {"absl", S_ABSL, 0}};
     struct s_result r;
     s_experiment("S4",
-                 "wake n threads with one event (seed: pthread_cond_broadcast + polling; "
-                 "sqf: sqf_event + polling; sqf-latch: sqf_event, then an sqf_latch; c++20: "
-                 "std::latch + polling)",
-                 v, 4, s4_run, &r, s_default_n, S_NDEFAULT);
+                 "wake n threads with one event (floor: create and join only; seed: "
+                 "pthread_cond_broadcast + polling; sqf: sqf_event + polling; sqf-latch: "
+                 "sqf_event, then an sqf_latch; c++20: std::latch + polling; nsync: nsync_note "
+                 "+ polling; absl: absl::Notification + polling)",
+                 v, 7, s4_run, &r, s_default_n, S_NDEFAULT);
     static const char *const peers[] = {"seed"};
-    s_verdict_exponents("S4", v, &r);
-    s_verdict_vs_best("S4", v, &r, peers, 1);
+    s_verdict_vs_floor("S4", v, &r, S4_FLOOR);
+    s_verdict_vs_best("S4", v, &r, peers, 1, "pthread variant");
     s_note_vs_cxx("S4", v, &r);
+    s_note_peer_exponents("S4", v, &r);
     return 0;
 }
 
 int sb_run_s5(void)
 {
-    static const struct s_variant v[] = {{"pthread", 1, 0}, {"c++20", S_CXX, 0}, {"sqf", 1, 1}};
+    static const struct s_variant v[] = {[S5_FLOOR] = {"floor", 1, 0},
+                                         [S5_PTHREAD] = {"pthread", 1, 0},
+                                         [S5_CXX] = {"c++20", S_CXX, 0},
+                                         [S5_SQF] = {"sqf", 1, 1},
+                                         [S5_ABSL] = {"absl", S_ABSL, 0}};
     struct s_result r;
     s_experiment("S5",
-                 "n threads pass a barrier 10 times (pthread_barrier, std::barrier, "
-                 "sqf_barrier)",
-                 v, 3, s5_run, &r, s_default_n, S_NDEFAULT);
-    static const char *const peers[] = {"pthread"};
-    s_verdict_exponents("S5", v, &r);
-    s_verdict_vs_best("S5", v, &r, peers, 1);
+                 "n threads pass a barrier 10 times (floor: create and join only; "
+                 "pthread_barrier, std::barrier, sqf_barrier; absl: a single-use absl::Barrier "
+                 "per pass)",
+                 v, 5, s5_run, &r, s_default_n, S_NDEFAULT);
+    static const char *const peers[] = {"pthread", "c++20", "absl"};
+    s_verdict_vs_floor("S5", v, &r, S5_FLOOR);
+    s_verdict_vs_best("S5", v, &r, peers, 3, "barrier peer");
     s_note_vs_cxx("S5", v, &r);
+    s_note_peer_exponents("S5", v, &r);
     return 0;
 }
 
 /* S6 and S7 grow with the number of processes: their own n lists. */
 static const int sp_default_n[] = {25, 50, 100, 200, 400};
 static const int sp_quick_n[] = {25, 50, 100, 200};
-
-/* Squarefree variants grow no faster than the floor of the same table. */
-static void s_verdict_vs_floor(const char *exp, const struct s_variant *v, const struct s_result *r,
-                               int floor)
-{
-    for (int j = 0; j < r->nv; j++) {
-        if (!v[j].sqf || !v[j].built) continue;
-        sb_verdict(exp, r->k[j] <= r->k[floor] + 0.05,
-                   "%s exponent %.3f (target <= the floor's %.3f + 0.05)", v[j].name, r->k[j],
-                   r->k[floor]);
-    }
-}
 
 /* Process-shared squarefree needs the futex wait backend. */
 static int sp_supported(const char *exp)

@@ -11,6 +11,14 @@
  *                 every run: it cannot be re-armed)
  *   sqf-event     sqf_event_wait / sqf_event_set (cleared between runs)
  *   sqf-latch     sqf_latch_wait / sqf_latch_count_down (count 1)
+ *   nsync-note    nsync_note_wait (no deadline) / nsync_note_notify (a fresh
+ *                 note every run: it cannot be cleared)
+ *   absl-notification
+ *                 absl::Notification WaitForNotification / Notify (a fresh
+ *                 one every run, likewise)
+ *
+ * Verdicts: sqf-event and sqf-latch against pthread-cond at the largest k,
+ * and their exponents against futex-floor's (+ 0.05) in the same run.
  *
  * Timing: t0 just before the wake call; each waiter stores the time as soon
  * as its wait returns; a run's figure is the latest waiter's time - t0.  The
@@ -47,6 +55,14 @@
 
 #include <squarefree.h>
 
+#ifdef SQB_HAVE_NSYNC
+#include <nsync_note.h>
+#include <nsync_time.h>
+#endif
+#ifdef SQB_HAVE_ABSL
+#include "absl.h"
+#endif
+
 #include "cxx.h"
 #include "sqbench.h"
 
@@ -56,19 +72,29 @@
 #define W_GRACE    60000000000LL /* after the limit: then it is a hang */
 #define W_FIT_MIN  16            /* exponents over k >= this */
 
-enum { V_FLOOR, V_COND, V_CXX, V_EVENT, V_LATCH, W_NV };
+enum { V_FLOOR, V_COND, V_CXX, V_EVENT, V_LATCH, V_NSYNC, V_ABSL, W_NV };
 
 static const struct {
     const char *name;
     int built;
 } wv[W_NV] = {
-    {"futex-floor", 1}, {"pthread-cond", 1},
+    {"futex-floor", 1},       {"pthread-cond", 1},
 #ifdef SQB_HAVE_CXX20
     {"c++20-latch", 1},
 #else
     {"c++20-latch", 0},
 #endif
-    {"sqf-event", 1},   {"sqf-latch", 1},
+    {"sqf-event", 1},         {"sqf-latch", 1},
+#ifdef SQB_HAVE_NSYNC
+    {"nsync-note", 1},
+#else
+    {"nsync-note", 0},
+#endif
+#ifdef SQB_HAVE_ABSL
+    {"absl-notification", 1},
+#else
+    {"absl-notification", 0},
+#endif
 };
 
 static const int w_default_k[] = {1, 4, 16, 64, 256, 1024};
@@ -90,6 +116,12 @@ static struct {
     _Alignas(128) sqf_latch sl;
 #ifdef SQB_HAVE_CXX20
     sqb_cxx_latch *cxx;
+#endif
+#ifdef SQB_HAVE_NSYNC
+    nsync_note nn;
+#endif
+#ifdef SQB_HAVE_ABSL
+    sqb_absl_note *an;
 #endif
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -161,6 +193,18 @@ static void *waiter_main(void *arg)
             atomic_store(&w->armed, run);
             err = sqf_latch_wait(&S.sl);
             break;
+#ifdef SQB_HAVE_NSYNC
+        case V_NSYNC:
+            atomic_store(&w->armed, run);
+            err = nsync_note_wait(S.nn, nsync_time_no_deadline) ? 0 : ETIMEDOUT;
+            break;
+#endif
+#ifdef SQB_HAVE_ABSL
+        case V_ABSL:
+            atomic_store(&w->armed, run);
+            sqb_absl_note_wait(S.an);
+            break;
+#endif
         default:
             err = EINVAL;
         }
@@ -337,6 +381,16 @@ static int wake(int v)
         return sqf_event_set(&S.ev);
     case V_LATCH:
         return sqf_latch_count_down(&S.sl, 1);
+#ifdef SQB_HAVE_NSYNC
+    case V_NSYNC:
+        nsync_note_notify(S.nn);
+        return 0;
+#endif
+#ifdef SQB_HAVE_ABSL
+    case V_ABSL:
+        sqb_absl_note_notify(S.an);
+        return 0;
+#endif
     }
     return EINVAL;
 }
@@ -373,6 +427,20 @@ static double run_once(int v, int k, const char *what, int *over)
     case V_LATCH:
         sqf_latch_init(&S.sl, 1, SQF_PRIVATE);
         break;
+#ifdef SQB_HAVE_NSYNC
+    case V_NSYNC:
+        if (S.nn) nsync_note_free(S.nn);
+        S.nn = nsync_note_new(NULL, nsync_time_no_deadline);
+        if (!S.nn) sb_fail("%s: out of memory", what);
+        break;
+#endif
+#ifdef SQB_HAVE_ABSL
+    case V_ABSL:
+        if (S.an) sqb_absl_note_del(S.an);
+        S.an = sqb_absl_note_new();
+        if (!S.an) sb_fail("%s: out of memory", what);
+        break;
+#endif
     }
     atomic_store(&S.done, 0);
     atomic_store(&S.failed, 0);
@@ -521,6 +589,9 @@ int sb_run_w1(void)
            sb.runs, W_FIT_MIN);
     if (!wv[V_CXX].built)
         sb_note("W1: c++20-latch not built (the C++ compiler has no C++20 <latch>)");
+    if (!wv[V_NSYNC].built) sb_note("W1: nsync-note not built (no nsync: Debian libnsync-dev)");
+    if (!wv[V_ABSL].built)
+        sb_note("W1: absl-notification not built (no Abseil: Debian libabsl-dev)");
 
     /* A point over the limit counts as infinitely slow (as in square.c). */
     int last = nk - 1;
@@ -534,15 +605,33 @@ int sb_run_w1(void)
                    wv[v].name, ks[last], w_us_text(a, sizeof a, m), w_us_text(b, sizeof b, cond),
                    w_ratio(r, sizeof r, m, cond), kx[v], kx[V_COND]);
     }
-    sb_note("W1: exponents over k >= %d: futex-floor %s, pthread-cond %s, c++20-latch %s, "
-            "sqf-event %s, sqf-latch %s",
-            W_FIT_MIN, kx[V_FLOOR], kx[V_COND], wv[V_CXX].built ? kx[V_CXX] : "not built",
-            kx[V_EVENT], kx[V_LATCH]);
-    if (wv[V_CXX].built) {
-        char a[32], b[32];
-        sb_note("W1: at k=%d c++20-latch %s, futex-floor %s", ks[last],
-                w_us_text(a, sizeof a, w_med(sum, w_over, V_CXX, last)),
-                w_us_text(b, sizeof b, w_med(sum, w_over, V_FLOOR, last)));
-    }
+    for (int v = V_EVENT; v <= V_LATCH; v++)
+        sb_verdict("W1", kexp[v] <= kexp[V_FLOOR] + 0.05,
+                   "%s exponent %s over k >= %d (target <= futex-floor's %s + 0.05)", wv[v].name,
+                   kx[v], W_FIT_MIN, kx[V_FLOOR]);
+    /* Every variant's raw exponent, then the peers' latency at the largest k
+     * beside the floor's. */
+    char line[400], a[32];
+    size_t len = 0;
+    for (int v = 0; v < W_NV; v++)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %s", v ? ", " : "", wv[v].name,
+                                wv[v].built ? kx[v] : "not built");
+    sb_note("W1: exponents over k >= %d: %s", W_FIT_MIN, line);
+    len = 0;
+    for (int v = 0; v < W_NV; v++)
+        if (wv[v].built && (v == V_FLOOR || v == V_CXX || v == V_NSYNC || v == V_ABSL))
+            len +=
+                (size_t)snprintf(line + len, sizeof line - len, "%s%s %s", len ? ", " : "",
+                                 wv[v].name, w_us_text(a, sizeof a, w_med(sum, w_over, v, last)));
+    sb_note("W1: at k=%d %s", ks[last], line);
+
+#ifdef SQB_HAVE_NSYNC
+    if (S.nn) nsync_note_free(S.nn);
+    S.nn = NULL;
+#endif
+#ifdef SQB_HAVE_ABSL
+    if (S.an) sqb_absl_note_del(S.an);
+    S.an = NULL;
+#endif
     return 0;
 }
