@@ -1,25 +1,31 @@
 /* barrier.c: sqf_barrier.  The state words are documented as invariants in
  * include/squarefree/barrier.h; the comments here say why each step is safe.
  *
- * A phase in one word: arrivals are one atomic add each (no CAS retry loop,
- * however many arrive together); the add that brings the count to parties
- * makes its thread the last arriver, which runs the completion (the count
- * stays at parties meanwhile, so nobody is released) and then releases the
- * phase with one CAS that advances the phase and zeroes the count, and wakes
- * every sleeper with one call.
+ * Two words.  The arrival word decides everything: arrivals are one atomic
+ * add each (no CAS retry loop, however many arrive together); the add that
+ * brings the count to parties makes its thread the last arriver, which runs
+ * the completion (the count stays at parties meanwhile, so nobody is
+ * released) and then releases the phase with one CAS that advances the
+ * phase and zeroes the count.  Breaks (abort, a party giving up) and resets
+ * are single atomic changes of the same word.
  *
- * Sleepers set WAITERS with a CAS on the same word and sleep only while the
- * word still holds what they saw, WAITERS included (as in once.c and
- * event.c): either the release comes first and the CAS or the futex check
- * fails, or the release sees WAITERS and wakes.
+ * Sleepers sleep on the release word, which no arrival touches: so an
+ * arrival neither makes a sleeper's futex check fail (EAGAIN) nor changes
+ * the word sleepers CAS.  Whoever changes the arrival word's phase or
+ * BROKEN then publishes that change to the release word (one CAS that also
+ * clears WAITERS) and, if WAITERS was set, wakes all with one call.
+ * Sleepers set WAITERS there with a CAS and sleep only while the word still
+ * holds what they saw, WAITERS included (as in once.c and event.c): either
+ * the publish comes first and the CAS or the futex check fails, or the
+ * publish sees WAITERS and wakes.
  *
  * The `waiters` count keeps reset (and destroy) away from threads that have
  * yet to learn their phase's outcome.  Every thread counts itself before its
- * first change of the word, so a reset that reads the word (ACQ, through the
- * release sequence of RMWs on it) sees that thread counted, and a reset's
- * CAS cannot succeed on a word that changed since that read.  A thread
- * uncounts itself after its last change of the word, and before its wake-up
- * call, which uses only the address.
+ * first change of the arrival word (its add), so a reset that reads that
+ * word (ACQ, through the release sequence of RMWs on it) sees that thread
+ * counted, and a reset's CAS cannot succeed on a word that changed since
+ * that read.  A thread uncounts itself after its last use of the words, and
+ * before its wake-up call, which uses only the release word's address.
  */
 #include <squarefree/barrier.h>
 
@@ -32,11 +38,38 @@ static inline uint32_t phase_of(uint32_t v)
     return v >> BA_PHASE_SHIFT;
 }
 
-/* The word of the next phase: phase + 1 (mod 256), no arrivals, no flags
- * but SHARED. */
+/* Whether phase a is after phase b, by 1..127 (mod 256). */
+static inline bool phase_after(uint32_t a, uint32_t b)
+{
+    return ((a - b - 1) & 0xFFu) < 0x7Fu;
+}
+
+/* The arrival word of the next phase: phase + 1 (mod 256), no arrivals,
+ * not broken. */
 static inline uint32_t next_phase(uint32_t v)
 {
-    return ((v & BA_PHASE) + (1u << BA_PHASE_SHIFT)) | (v & BA_SHARED);
+    return (v & BA_PHASE) + (1u << BA_PHASE_SHIFT);
+}
+
+/* Publish t, a value this thread just wrote to the arrival word, to the
+ * release word: its PHASE and BROKEN, unless the release word already shows
+ * them or a later state (a later phase, or this phase broken), as when a
+ * release is published after the break or reset that followed it.  Returns
+ * the release word's value that the publish replaced (wake all if it has
+ * WAITERS, shared if SHARED), or 0 if it wrote nothing. */
+static uint32_t publish(sqf_barrier *b, uint32_t t)
+{
+    sqf_word *rw = ba_release(b);
+    uint32_t r = at_load(rw, RLX);
+    for (;;) {
+        bool later = phase_after(phase_of(t), phase_of(r)) ||
+                     (phase_of(t) == phase_of(r) && (t & BA_BROKEN) && !(r & BA_BROKEN));
+        if (!later) return 0; /* its writer publishes, and wakes */
+        /* REL: a sleeper that reads this (ACQ) and returns on it acquires
+         * what our change of the arrival word acquired (the arrivals, a
+         * break) and what we did before (the completion). */
+        if (at_cas(rw, &r, (t & (BA_PHASE | BA_BROKEN)) | (r & BA_SHARED), REL)) return r;
+    }
 }
 
 int sqf_barrier_init(sqf_barrier *b, unsigned parties, unsigned flags)
@@ -45,7 +78,8 @@ int sqf_barrier_init(sqf_barrier *b, unsigned parties, unsigned flags)
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
     at_store(ba_waiters(b), 0, RLX);
     at_store(ba_parties(b), parties, RLX);
-    at_store(ba_word(b), (flags & SQF_SHARED) ? BA_SHARED : 0, REL);
+    at_store(ba_release(b), (flags & SQF_SHARED) ? BA_SHARED : 0, RLX);
+    at_store(ba_word(b), 0, REL);
     return 0;
 }
 
@@ -55,17 +89,6 @@ int sqf_barrier_destroy(sqf_barrier *b)
     return at_load(ba_waiters(b), ACQ) ? EBUSY : 0;
 }
 
-/* Set BROKEN in *v's word (clearing WAITERS).  Returns 1 if this call broke
- * it, with *v the word before; 0 if it was broken already; -1 if the CAS
- * lost to another change (then *v holds the new value: decide again). */
-static int try_break(sqf_word *w, uint32_t *v)
-{
-    if (*v & BA_BROKEN) return 0;
-    /* AR: the break is a release (EPIPE returns acquire it); ACQ on
-     * failure, as callers act on the value seen. */
-    return at_cas(w, v, (*v | BA_BROKEN) & ~BA_WAITERS, AR) ? 1 : -1;
-}
-
 /* The wait protocol (waitop.h).  Stages of a barrier wait: */
 enum {
     BA_FULL,   /* found the phase full (an extra thread: see "Requires"):
@@ -73,76 +96,84 @@ enum {
     BA_ARRIVED /* arrived (not last): waiting for the phase's release */
 };
 
-/* The end of every wait that counted itself: uncount, then wake (the
- * address only: a released thread may free *b once we are uncounted). */
+/* The end of every wait that counted itself: uncount, then wake if our
+ * publish cleared WAITERS (the address only: a released thread may free *b
+ * once we are uncounted). */
 static int ba_leave(struct sqf_waitop *op, int result)
 {
     sqf_barrier *b = op->u.barrier.b;
-    sqf_word *w = ba_word(b);
-    uint32_t v = op->u.barrier.v;
+    sqf_word *rw = ba_release(b);
+    uint32_t r = op->u.barrier.replaced;
     /* REL: pairs with destroy's and reset's ACQ loads. */
     at_sub(ba_waiters(b), 1, REL);
-    if (op->u.barrier.wake) sqf_wake(w, INT32_MAX, (v & BA_SHARED) != 0);
+    if (r & BA_WAITERS) sqf_wake(rw, INT32_MAX, (r & BA_SHARED) != 0);
     return result;
 }
 
-/* One look at the awaited phase, x a recent value of the word: 0 (released),
- * EPIPE (broken), ETIMEDOUT or the token's error (then, if we had arrived,
- * the barrier is broken, as a withdrawn arrival would complete the phase
- * short-handed, and `wake` says whether sleepers must be woken), or
- * SQF_OP_SLEEP.  Leaves the last value seen in u.barrier.v. */
-static int await_step(struct sqf_waitop *op, uint32_t x)
+/* An arrived party whose deadline passed or whose token fired gives up:
+ * the arrival word says whether its phase was released meanwhile (0), or
+ * broken by another (EPIPE); if neither, the party breaks it (a withdrawn
+ * arrival would let the phase complete short-handed) and returns err. */
+static int give_up(struct sqf_waitop *op, int err)
 {
-    sqf_word *w = ba_word(op->u.barrier.b);
-    const bool arrived = op->u.barrier.stage == BA_ARRIVED;
-    int r;
+    struct sqf_barrier_wait_ *s = &op->u.barrier;
+    sqf_word *w = ba_word(s->b);
+    /* ACQ: a release or break seen here is acquired, as we return on it. */
+    uint32_t c = at_load(w, ACQ);
     for (;;) {
         /* A changed phase means ours was released: resets cannot happen
          * while we are counted, and the next phase needs us to complete. */
-        if (phase_of(x) != op->u.barrier.phase) {
-            r = 0;
-            break;
-        }
-        if (x & BA_BROKEN) {
-            r = EPIPE;
-            break;
-        }
-        if (op->u.barrier.stop || sqf_op_expired(op)) {
-            r = op->u.barrier.stop ? op->u.barrier.stop : ETIMEDOUT;
-            if (!arrived) break;
-            /* The break's CAS fails on a word that changed since x (a
-             * release before the deadline, say): then decide again. */
-            int broke = try_break(w, &x);
-            if (broke < 0) continue;
-            op->u.barrier.wake = broke && (x & BA_WAITERS);
-            break;
-        }
-        /* ACQ: on failure x may show the release, and we return on it. */
-        if (!(x & BA_WAITERS) && !at_cas(w, &x, x | BA_WAITERS, ACQ)) continue;
-        op->u.barrier.v = x;
-        op->word = w;
-        op->expected = x | BA_WAITERS;
-        op->shared = (x & BA_SHARED) != 0;
-        return SQF_OP_SLEEP;
+        if (phase_of(c) != s->phase) return 0;
+        if (c & BA_BROKEN) return EPIPE;
+        /* AR: the break is a release (EPIPE returns acquire it); ACQ on
+         * failure, as we decide again on the value seen. */
+        if (at_cas(w, &c, c | BA_BROKEN, AR)) break;
     }
-    op->u.barrier.v = x;
-    return r;
+    s->replaced = publish(s->b, c | BA_BROKEN);
+    return err;
 }
 
-/* Arrive in the phase of u.barrier.v (waiting first for a full phase's
- * release), then wait for our phase's release, or release it if last. */
+/* One look at the awaited phase, r a value of the release word read with
+ * ACQ: 0 (released), EPIPE (broken), ETIMEDOUT or the token's error (then,
+ * if we had arrived, see give_up), or SQF_OP_SLEEP. */
+static int await_step(struct sqf_waitop *op, uint32_t r)
+{
+    struct sqf_barrier_wait_ *s = &op->u.barrier;
+    sqf_word *rw = ba_release(s->b);
+    for (;;) {
+        if (phase_after(phase_of(r), s->phase)) return 0;
+        if (phase_of(r) == s->phase && (r & BA_BROKEN)) return EPIPE;
+        if (s->stop || sqf_op_expired(op)) {
+            /* Decided on the arrival word, read after the clock. */
+            int err = s->stop ? s->stop : ETIMEDOUT;
+            return s->stage == BA_ARRIVED ? give_up(op, err) : err;
+        }
+        /* ACQ: on failure r may show the release, and we return on it. */
+        if (!(r & BA_WAITERS) && !at_cas(rw, &r, r | BA_WAITERS, ACQ)) continue;
+        op->word = rw;
+        op->expected = r | BA_WAITERS;
+        op->shared = (r & BA_SHARED) != 0;
+        return SQF_OP_SLEEP;
+    }
+}
+
+/* Arrive in the phase of u.barrier.v, a recent value of the arrival word
+ * (waiting first for a full phase's release), then wait for our phase's
+ * release, or release it if last. */
 static int arrive(struct sqf_waitop *op)
 {
     struct sqf_barrier_wait_ *s = &op->u.barrier;
     sqf_word *w = ba_word(s->b);
+    sqf_word *rw = ba_release(s->b);
     uint32_t v = s->v, pos;
     for (;;) {
         if ((v & BA_COUNT) >= s->n) {
             s->stage = BA_FULL;
             s->phase = phase_of(v);
-            int r = await_step(op, v);
+            /* ACQ: an EPIPE returned on it acquires the break. */
+            int r = await_step(op, at_load(rw, ACQ));
             if (r) return r == SQF_OP_SLEEP ? r : ba_leave(op, r);
-            v = s->v;
+            v = at_load(w, RLX); /* released: the count was zeroed first */
             continue;
         }
         /* AR: release our writes to the last arriver and, through it, to
@@ -160,7 +191,8 @@ static int arrive(struct sqf_waitop *op)
     if (pos < s->n - 1) {
         s->stage = BA_ARRIVED;
         s->phase = phase_of(v);
-        int r = await_step(op, v);
+        /* ACQ: a release or break seen here is acquired, as we return on it. */
+        int r = await_step(op, at_load(rw, ACQ));
         if (r == SQF_OP_SLEEP) return r;
         if (r == 0 && s->index) *s->index = pos;
         return ba_leave(op, r);
@@ -170,16 +202,15 @@ static int arrive(struct sqf_waitop *op)
      * (now n) keeps them asleep until we release the phase. */
     if (s->completion) s->completion(s->arg);
     for (;;) {
-        if (v & BA_BROKEN) {
-            s->v = v;
+        if (v & BA_BROKEN)
             return ba_leave(op, EPIPE); /* aborted (or a time-out) while completing */
-        }
         /* AR: acquire the arrivals (for the completion, done above by the
-         * add) and release them and the completion's writes to everyone. */
+         * add) and release them and the completion's writes to everyone
+         * who acquires this value (publish, give_up). */
         if (at_cas(w, &v, next_phase(v), AR)) break;
+        /* Failed: a break, or an extra thread's add (erased by ours). */
     }
-    s->v = v;
-    s->wake = (v & BA_WAITERS) != 0;
+    s->replaced = publish(s->b, next_phase(v));
     if (s->index) *s->index = pos;
     return ba_leave(op, 0);
 }
@@ -196,18 +227,20 @@ int sqf_barrier_wait_step_(struct sqf_waitop *op, int how)
         if (v & BA_BROKEN) return EPIPE; /* ACQ: synchronises with the break */
         at_add(ba_waiters(b), 1, RLX);   /* before our first change of the word */
         s->v = v;
-        s->wake = 0;
+        s->replaced = 0;
         s->stop = 0;
         return arrive(op);
     }
     if (how == ECANCELED || how == ENOTSUP) s->stop = how;
-    int r = await_step(op, at_load(w, ACQ));
+    /* ACQ: a release or break seen here is acquired, as we return on it. */
+    int r = await_step(op, at_load(ba_release(b), ACQ));
     if (r == SQF_OP_SLEEP) return r;
     if (s->stage == BA_ARRIVED || r != 0) {
         if (r == 0 && s->stage == BA_ARRIVED && s->index) *s->index = s->pos;
         return ba_leave(op, r);
     }
-    return arrive(op); /* the full phase was released: arrive in the next */
+    s->v = at_load(w, RLX); /* the full phase was released: arrive in the next */
+    return arrive(op);
 }
 
 static int barrier_wait(sqf_barrier *b, sqf_deadline deadline, const sqf_cancel *tok,
@@ -246,13 +279,13 @@ int sqf_barrier_wait_until(sqf_barrier *b, sqf_deadline deadline, const sqf_canc
 int sqf_barrier_abort(sqf_barrier *b)
 {
     if (!b) return EINVAL;
-    sqf_word *w = ba_word(b);
-    uint32_t v = at_load(w, RLX);
-    int broke;
-    while ((broke = try_break(w, &v)) < 0) {
-    }
-    /* After the CAS only the address is used. */
-    if (broke && (v & BA_WAITERS)) sqf_wake(w, INT32_MAX, (v & BA_SHARED) != 0);
+    /* AR: the break is a release (EPIPE returns acquire it); acquire, so
+     * that a release we publish late is published with what it acquired. */
+    uint32_t old = at_or(ba_word(b), BA_BROKEN, AR);
+    if (old & BA_BROKEN) return 0; /* broken already: its breaker publishes */
+    uint32_t r = publish(b, old | BA_BROKEN);
+    /* After the publish only the address is used. */
+    if (r & BA_WAITERS) sqf_wake(ba_release(b), INT32_MAX, (r & BA_SHARED) != 0);
     return 0;
 }
 
@@ -268,6 +301,11 @@ int sqf_barrier_reset(sqf_barrier *b)
         if (!(v & BA_BROKEN)) return 0;
         /* Succeeds only if nobody changed the word since the read that
          * preceded the count check (AR: ACQ on failure, for the re-check). */
-        if (at_cas(w, &v, next_phase(v), AR)) return 0;
+        if (at_cas(w, &v, next_phase(v), AR)) break;
     }
+    /* Arrivals of the fresh phase may already sleep on the release word,
+     * which shows the old phase (not theirs) until this publish wakes them. */
+    uint32_t r = publish(b, next_phase(v));
+    if (r & BA_WAITERS) sqf_wake(ba_release(b), INT32_MAX, (r & BA_SHARED) != 0);
+    return 0;
 }

@@ -116,8 +116,10 @@ struct sqf_waitop {
             void (*completion)(void *);
             void *arg;
             unsigned *index;
-            uint32_t v, n, pos, phase;
-            int stage, stop, wake;
+            uint32_t v; /* the arrival word, as last seen before arriving */
+            uint32_t n, pos, phase;
+            uint32_t replaced; /* the release word our publish replaced (0: none) */
+            int stage, stop;
         } barrier;
         struct sqf_rwlock_wait_ {
             sqf_rwlock *l;

@@ -4,7 +4,13 @@
  *   caller retries; every caller that returns 0 sees fn's effect;
  * - barrier: 3 parties, 2 phases; nobody leaves a phase before all arrived;
  *   indices of a phase are distinct; an abort breaks the phase for every
- *   waiter, and after a reset a full phase completes;
+ *   waiter, and after a reset a full phase completes; an abort racing two
+ *   phases' releases (whose publishes to the release word may then land
+ *   after the abort's) releases each phase for both parties or for neither;
+ *   a reset racing an arrival of the fresh phase (which may find the release
+ *   word still showing the broken phase) completes that phase; at the end
+ *   the release word shows the arrival word's phase and BROKEN, and no
+ *   WAITERS;
  * - rwlock: writers exclusive, readers only with readers, a timed writer;
  *   and with the writers' stall checks firing often, so that released
  *   readers are revoked while others arrive and register;
@@ -15,6 +21,7 @@
 
 #include <squarefree.h>
 
+#include "barrier_word.h"
 #include "explore.h"
 
 /* --- once ----------------------------------------------------------------- */
@@ -77,9 +84,12 @@ static void body_barrier(int id, void *arg)
     }
 }
 
+static const char *check_published(void);
+
 static const char *check_barrier(void)
 {
-    return seen_index[0] == 7 && seen_index[1] == 7 ? NULL : "a party missing from a phase";
+    if (seen_index[0] != 7 || seen_index[1] != 7) return "a party missing from a phase";
+    return check_published();
 }
 
 /* --- barrier abort, then reset and a full phase ------------------------------ */
@@ -118,6 +128,100 @@ static const char *check_abort(void)
         return "the aborted phase did not break for every waiter";
     if (bres[1][0] || bres[1][1] || bres[1][2]) return "the phase after reset did not complete";
     return NULL;
+}
+
+/* Everything changed in the arrival word was published to the release word,
+ * and the last publish cleared WAITERS (nobody waits at the end of a run). */
+static const char *check_published(void)
+{
+    uint32_t w = at_load(ba_word(&bar), SC), r = at_load(ba_release(&bar), SC);
+    if ((r & (BA_PHASE | BA_BROKEN)) != (w & (BA_PHASE | BA_BROKEN)))
+        return "the release word does not show the arrival word's phase and BROKEN";
+    if (r & BA_WAITERS) return "WAITERS left on the release word";
+    if (at_load(ba_waiters(&bar), SC)) return "a waiter left counted";
+    return NULL;
+}
+
+/* --- barrier: an abort racing the releases of two phases --------------------- */
+static int rres[2][2];
+
+static void setup_release_abort(void)
+{
+    sqf_barrier_init(&bar, 2, SQF_PRIVATE);
+    for (int i = 0; i < 2; i++)
+        rres[0][i] = rres[1][i] = -1;
+}
+
+static void body_release_abort(int id, void *arg)
+{
+    (void)arg;
+    if (id == 2) {
+        EXPLORE_REQUIRE(sqf_barrier_abort(&bar) == 0);
+        return;
+    }
+    for (int p = 0; p < 2; p++) {
+        rres[p][id] = sqf_barrier_wait(&bar, NULL);
+        if (rres[p][id]) break; /* broken for good: the other leaves too */
+    }
+}
+
+static const char *check_release_abort(void)
+{
+    for (int p = 0; p < 2; p++) {
+        if (rres[p][0] != rres[p][1]) return "a phase released for one party only";
+        if (rres[p][0] != 0 && rres[p][0] != EPIPE && rres[p][0] != -1)
+            return "a wait returned neither 0 nor EPIPE";
+    }
+    if (rres[0][0] == EPIPE && rres[1][0] != -1) return "a wait after a break";
+    const char *e = check_published();
+    if (e) return e;
+    if (!(at_load(ba_word(&bar), SC) & BA_BROKEN)) return "the abort did not stick";
+    if (sqf_barrier_reset(&bar) != 0) return "reset failed after the break";
+    return check_published();
+}
+
+/* --- barrier: a reset racing an arrival in the fresh phase ---------------------- */
+static sqf_event left1, reset_done1;
+static int fres[2];
+
+static void setup_reset_race(void)
+{
+    sqf_barrier_init(&bar, 2, SQF_PRIVATE);
+    sqf_barrier_abort(&bar); /* broken before the run */
+    sqf_event_init(&left1, SQF_PRIVATE);
+    sqf_event_init(&reset_done1, SQF_PRIVATE);
+    fres[0] = fres[1] = -1;
+}
+
+static void body_reset_race(int id, void *arg)
+{
+    (void)arg;
+    if (id == 0) {
+        int r = sqf_barrier_reset(&bar);
+        if (r == EBUSY) { /* thread 1 is inside: it will leave with EPIPE */
+            EXPLORE_REQUIRE(sqf_event_wait(&left1) == 0);
+            r = sqf_barrier_reset(&bar);
+        }
+        EXPLORE_REQUIRE(r == 0);
+        EXPLORE_REQUIRE(sqf_event_set(&reset_done1) == 0);
+        fres[0] = sqf_barrier_wait(&bar, NULL);
+    } else {
+        /* Arrives before the reset (EPIPE), or after its change of the
+         * arrival word, maybe before its publish (then it must sleep). */
+        int r = sqf_barrier_wait(&bar, NULL);
+        if (r == EPIPE) {
+            EXPLORE_REQUIRE(sqf_event_set(&left1) == 0);
+            EXPLORE_REQUIRE(sqf_event_wait(&reset_done1) == 0);
+            r = sqf_barrier_wait(&bar, NULL);
+        }
+        fres[1] = r;
+    }
+}
+
+static const char *check_reset_race(void)
+{
+    if (fres[0] != 0 || fres[1] != 0) return "the phase after reset did not complete";
+    return check_published();
 }
 
 /* --- rwlock ----------------------------------------------------------------------- */
@@ -274,6 +378,10 @@ int main(void)
         {"barrier 3 parties, 2 phases", 3, setup_barrier, body_barrier, check_barrier, 6000, 0},
         {"barrier abort, reset, then a full phase", 3, setup_abort, body_abort, check_abort, 6000,
          0},
+        {"barrier abort racing two phases' releases", 3, setup_release_abort, body_release_abort,
+         check_release_abort, 6000, 0},
+        {"barrier reset racing an arrival in the fresh phase", 2, setup_reset_race, body_reset_race,
+         check_reset_race, 4000, 0},
         {"rwlock 2 readers, 2 writers (one timed)", 4, setup_rw, body_rw, check_rw, 6000, 20},
         {"rwlock 3 readers, 2 writers (one timed)", 5, setup_rw_3r2w, body_rw, check_rw, 6000, 20},
         {"rwlock 3 readers, 2 writers, stall checks firing", 5, setup_rw_revoke, body_rw, check_rw,

@@ -17,14 +17,21 @@
 #include "atomic.h"
 #include "check.h"
 
-#define B_COUNT   ((1u << 21) - 1) /* the word's bits (see barrier.h) */
+#define B_COUNT   ((1u << 21) - 1) /* the words' bits (see barrier.h) */
 #define B_WAITERS (1u << 21)
 #define B_BROKEN  (1u << 22)
 #define B_SHARED  (1u << 23)
 
+/* The arrival word. */
 static uint32_t word_of(sqf_barrier *b)
 {
     return at_load((sqf_word *)&b->word, SC);
+}
+
+/* The release word. */
+static uint32_t release_of(sqf_barrier *b)
+{
+    return at_load((sqf_word *)&b->release, SC);
 }
 
 static uint32_t waiters_of(sqf_barrier *b)
@@ -32,14 +39,16 @@ static uint32_t waiters_of(sqf_barrier *b)
     return at_load((sqf_word *)&b->waiters, SC);
 }
 
-/* Wait until n threads are inside a wait on *b and WAITERS is set, then a
- * little longer so that the last of them is asleep in the kernel. */
+/* Wait until n threads are inside a wait on *b and WAITERS is set (on the
+ * release word), then a little longer so that the last of them is asleep
+ * in the kernel. */
 static void wait_until_sleeping(sqf_barrier *b, uint32_t n)
 {
     sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while ((waiters_of(b) < n || !(word_of(b) & B_WAITERS)) && sqf_now() < stop)
+    while ((waiters_of(b) < n || !(release_of(b) & B_WAITERS)) && sqf_now() < stop)
         usleep(200);
     CHECK_EQ(waiters_of(b), n);
+    CHECK(release_of(b) & B_WAITERS);
     usleep(20 * 1000);
 }
 
@@ -62,6 +71,7 @@ static void test_bad_input(void)
     CHECK_EQ(sqf_barrier_init(&b, 2, 2), EINVAL);
     CHECK_EQ(sqf_barrier_init(&b, 2, ~0u), EINVAL);
     CHECK_EQ(word_of(&b), 0);
+    CHECK_EQ(release_of(&b), 0);
     CHECK_EQ(at_load((sqf_word *)&b.parties, SC), 0); /* failed inits changed nothing */
     CHECK_EQ(sqf_barrier_destroy(NULL), EINVAL);
     CHECK_EQ(sqf_barrier_wait(NULL, &idx), EINVAL);
@@ -74,6 +84,7 @@ static void test_bad_input(void)
     CHECK_EQ(sqf_barrier_timedwait(&b, 0, &idx), EINVAL);
     CHECK_EQ(sqf_barrier_wait_fn(&b, count_call, NULL, &idx), EINVAL);
     CHECK_EQ(word_of(&b), 0);
+    CHECK_EQ(release_of(&b), 0);
     CHECK_EQ(waiters_of(&b), 0);
     CHECK_EQ(idx, 77);
     CHECK_EQ(calls, 0);
@@ -81,15 +92,18 @@ static void test_bad_input(void)
     sqf_barrier big = SQF_BARRIER_INIT(SQF_BARRIER_MAX + 1);
     CHECK_EQ(sqf_barrier_wait(&big, &idx), EINVAL);
     CHECK_EQ(word_of(&big), 0);
+    CHECK_EQ(release_of(&big), 0);
 
     CHECK_EQ(sqf_barrier_init(&b, SQF_BARRIER_MAX, 0), 0);
     CHECK_EQ(sqf_barrier_destroy(&b), 0);
     if (SQF_TEST_SHARED_EXPECTED) {
         CHECK_EQ(sqf_barrier_init(&b, 1, SQF_SHARED), 0);
-        CHECK_EQ(word_of(&b), B_SHARED);
+        CHECK_EQ(word_of(&b), 0);
+        CHECK_EQ(release_of(&b), B_SHARED); /* SHARED is on the word futexes use */
         CHECK_EQ(sqf_barrier_wait(&b, &idx), 0);
         CHECK_EQ(idx, 0);
-        CHECK_EQ(word_of(&b) & ~(0xFFu << 24), B_SHARED); /* phase moved, SHARED kept */
+        CHECK_EQ(word_of(&b), 1u << 24);                 /* phase moved */
+        CHECK_EQ(release_of(&b), (1u << 24) | B_SHARED); /* followed, SHARED kept */
     } else {
         CHECK_EQ(sqf_barrier_init(&b, 1, SQF_SHARED), ENOTSUP);
     }
@@ -103,6 +117,7 @@ static void test_one_party(void)
     for (unsigned i = 0; i < 600; i++) { /* more than 256: the phase wraps */
         unsigned idx = 99;
         CHECK_EQ(word_of(&b) >> 24, i % 256);
+        CHECK_EQ(release_of(&b), word_of(&b)); /* published, nobody asleep */
         if (i % 3 == 0)
             CHECK_EQ(sqf_barrier_wait(&b, &idx), 0);
         else if (i % 3 == 1)
@@ -208,6 +223,7 @@ static void run_phases(int with_fn)
     }
     CHECK_EQ(word_of(&pb) >> 24, PHASES % 256);
     CHECK_EQ(word_of(&pb) & (B_COUNT | B_BROKEN | B_WAITERS), 0);
+    CHECK_EQ(release_of(&pb), word_of(&pb)); /* the last publish cleared WAITERS */
     CHECK_EQ(sqf_barrier_destroy(&pb), 0);
 }
 
@@ -298,6 +314,9 @@ static void test_abort_reset(void)
     start_waiters(&b, w, t, P - 1, sqf_after(5 * SQF_SEC));
     wait_until_sleeping(&b, P - 1);
     CHECK_EQ(word_of(&b) & B_COUNT, P - 1);
+    /* The arrivals changed only the arrival word; the sleepers only set
+     * WAITERS on the release word, which shows the same phase. */
+    CHECK_EQ(release_of(&b), (word_of(&b) & ~B_COUNT) | B_WAITERS);
     CHECK_EQ(sqf_barrier_destroy(&b), EBUSY);
     CHECK_EQ(sqf_barrier_reset(&b), EBUSY); /* healthy, with sleepers */
     /* Park them, abort, and they are still inside: reset and destroy EBUSY. */
@@ -306,6 +325,7 @@ static void test_abort_reset(void)
     CHECK_EQ(sqf_barrier_abort(&b), 0);
     uint32_t broken = word_of(&b);
     CHECK(broken & B_BROKEN);
+    CHECK_EQ(release_of(&b), broken & ~B_COUNT); /* published, WAITERS cleared (woken) */
     CHECK_EQ(sqf_barrier_reset(&b), EBUSY);
     CHECK_EQ(sqf_barrier_destroy(&b), EBUSY);
     CHECK_EQ(word_of(&b), broken);
@@ -330,6 +350,7 @@ static void test_abort_reset(void)
     CHECK_EQ(sqf_barrier_reset(&b), 0);
     CHECK_EQ(word_of(&b) & (B_COUNT | B_BROKEN | B_WAITERS), 0);
     CHECK_EQ(word_of(&b) >> 24, (broken >> 24) + 1);
+    CHECK_EQ(release_of(&b), word_of(&b)); /* the fresh phase, published */
     check_full_phase(&b, P);
     check_full_phase(&b, P);
 

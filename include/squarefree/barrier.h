@@ -3,7 +3,7 @@
  * What it is for: lock-step phases.  N threads each do a part of phase k,
  * wait at the barrier until all N have arrived, and only then start phase
  * k+1 (as pthread_barrier_t, C++20 std::barrier and Java's CyclicBarrier).
- * - twelve bytes, no destructor needed, no heap, no pointer stored (so it
+ * - sixteen bytes, no destructor needed, no heap, no pointer stored (so it
  *   may live in memory shared between processes);
  * - each wait tells its arrival index (0 first .. N-1 last); the last to
  *   arrive is the "serial thread", and with sqf_barrier_wait_fn it runs a
@@ -37,8 +37,8 @@
  * threads use the barrier, and its memory may be reused once no thread is
  * inside a call on it (destroy returns 0 exactly then).  The thread that
  * releases a phase, and a thread whose time-out breaks it, touch the
- * barrier no more once they wake the others (only the word's address goes
- * to the wake-up call).
+ * barrier no more once they wake the others (only the release word's
+ * address goes to the wake-up call).
  *
  * Time-outs break the barrier (as in Java's CyclicBarrier).  A thread whose
  * deadline passes before its phase is released does not silently withdraw
@@ -88,45 +88,103 @@
  * (sqf_barrier_timedwait) or abort the barrier when you learn a party died.
  * The dead party also stays counted in `waiters`, so reset and destroy
  * return EBUSY until the barrier is initialised again (once no live process
- * uses it).
+ * uses it).  A last arriver (or a breaker) killed between its change of the
+ * arrival word and its write of the release word (see "State words")
+ * leaves the phase released (broken) but its sleepers asleep: a sleeper
+ * whose deadline passes then returns 0 (EPIPE), as the arrival word says.
  *
  * Fairness: a phase releases all its parties at once; there is no order
  * among them.  The arrival index is the order in which the arrivals changed
- * the state word.
+ * the arrival word.
  *
  * Wake-ups: the last arrival of a phase wakes every sleeper with one
  * FUTEX_WAKE (portable backend: one call that signals each in turn) and makes
  * no system call when nobody sleeps; a break does the same.  Every other
- * arrival is one atomic add and, if the phase is not yet released, one sleep
- * (re-tried at once, without a scheduler pass, if another arrival changed
- * the word just as it went to sleep).  So a phase of N parties costs the
- * waker O(1) kernel calls, and the whole phase O(N).
+ * arrival is one atomic add on the arrival word and, if the phase is not yet
+ * released, one sleep on the release word, which arrivals never change (the
+ * first sleeper of a phase also sets WAITERS there with one CAS).  A sleep is
+ * re-tried at once only if its phase is released or broken just as it goes to
+ * sleep.  So a phase of N parties costs the waker O(1) kernel calls, and the
+ * whole phase O(N).
  *
- * State words (invariants):
- *   word     bits 0..20  arrivals in the current phase, 0..parties; equal to
- *                        parties only while the last arriver runs the
- *                        completion or is about to release the phase.  Added
- *                        to by every arrival (one atomic add); reset to 0 by
- *                        the CAS that releases the phase.  While BROKEN it is
- *                        meaningless (threads racing the break may still add
- *                        to it); 21 bits leave room for 2^20 of them.
- *            bit 21 WAITERS: a thread may sleep on the word, so the release
- *                        or the break must wake all.  Cleared by them; may
- *                        be stale: one futile wake-up, never a lost one.
- *            bit 22 BROKEN: aborted, or broken by a time-out.  Cleared only
- *                        by sqf_barrier_reset (and init).
+ * State words (invariants).  Two 32-bit words share one bit table.  `word`,
+ * the arrival word, decides: every arrival, release, break and reset is one
+ * atomic change of it.  `release`, the release word, follows its PHASE and
+ * BROKEN for the sleepers, who sleep on it and read nothing else.
+ *
+ *   bits     word (arrival word)              release (release word)
+ *   0..20    COUNT                            0
+ *   21       0                                WAITERS
+ *   22       BROKEN                           BROKEN (of its PHASE)
+ *   23       0                                SHARED
+ *   24..31   PHASE                            PHASE (follows word's)
+ *
+ *   word     bits 0..20 COUNT: arrivals in the current phase, 0..parties;
+ *                        equal to parties only while the last arriver runs
+ *                        the completion or is about to release the phase.
+ *                        Added to by every arrival (one atomic add, whose old
+ *                        value gives the arrival its index, its phase and
+ *                        whether the barrier was broken); zeroed by the CAS
+ *                        that releases the phase and by reset.  An extra
+ *                        thread that adds to a full phase (COUNT already
+ *                        parties) has not arrived: the release zeroes its
+ *                        add, and it waits for that and adds again.  While
+ *                        BROKEN, meaningless (threads racing the break may
+ *                        still add to it); 21 bits leave room for 2^20 of
+ *                        them.
+ *            bit 21      always 0.
+ *            bit 22 BROKEN: aborted, or broken by a time-out or a
+ *                        cancellation: set by the one change that breaks
+ *                        (abort's atomic or; a giving-up party's CAS, which
+ *                        fails if its phase was released first, and then
+ *                        it returns 0).  A release CAS fails on it (the
+ *                        last arriver returns EPIPE).  Cleared only by
+ *                        sqf_barrier_reset (and init).  An arrival whose add
+ *                        sees it returns EPIPE.
+ *            bit 23      always 0.
+ *            bits 24..31 PHASE: the phase arrivals join; advanced (mod 256)
+ *                        by the release CAS and by reset, never while
+ *                        BROKEN.
+ *            All zero: phase 0, no arrivals, not broken.
+ *   release  written by sleepers only to set WAITERS.  Otherwise only a
+ *            thread that has just changed word's PHASE or BROKEN (the last
+ *            arriver, a breaker, a reset) writes it, with one CAS that
+ *            copies those two fields from the word value it wrote and
+ *            clears WAITERS (a "publish"); if WAITERS was set, it then
+ *            wakes all.  Arrivals never write it.
+ *            bits 0..20  always 0.
+ *            bit 21 WAITERS: a thread may sleep on this word, so the next
+ *                        publish must wake all.  Set (one CAS) by a sleeper
+ *                        that finds it clear, before it sleeps on the word
+ *                        with WAITERS in the expected value: either the
+ *                        publish comes first and the CAS or the futex check
+ *                        fails, or the publish sees WAITERS and wakes.
+ *                        Cleared only by a publish.  May be stale: one
+ *                        futile wake-up, never a lost one.
+ *            bit 22 BROKEN: word was BROKEN in this PHASE.
  *            bit 23 SHARED: set by init, never changed.
- *            bits 24..31 phase: advanced (mod 256) by every release and by
- *                        reset.  A sleeper knows its phase is released when
- *                        the phase differs from the one it arrived in.  A
- *                        phase cannot complete without all its parties, so a
- *                        sleeper can miss at most one phase, never 256.
- *            All zero: phase 0, no arrivals, not broken, private.
+ *            bits 24..31 PHASE: a phase word has had, never ahead of it.
+ *                        (PHASE, BROKEN) only moves forward in word's
+ *                        history (a later phase, or the same phase now
+ *                        broken): a publish that finds it already at its
+ *                        own value or later writes nothing, so publishes
+ *                        that race (a reset, or a break, after a release
+ *                        not yet published) land in any order.  It lags
+ *                        word only between a change and its publish.  A
+ *                        sleeper that arrived in phase p returns 0 once
+ *                        PHASE is after p (by 1..127, mod 256), EPIPE once
+ *                        it is p with BROKEN, and otherwise sleeps (a
+ *                        BROKEN of an earlier phase, between a reset and
+ *                        its publish, is not its phase's).  A phase cannot
+ *                        complete without all its parties, so PHASE never
+ *                        runs 128 ahead of a sleeper.
+ *            All zero: phase 0, nobody asleep, not broken, private.
  *   parties  the party count, fixed by init (or SQF_BARRIER_INIT).
  *   waiters  threads inside a wait (counted before they arrive, uncounted
- *            just before their last use of the state word), for destroy's
- *            and reset's EBUSY: a reset cannot then make a thread that has
- *            yet to see its phase's outcome mistake the fresh phase for a
+ *            just before their last use of the state words: only the
+ *            release word's address is used after), for destroy's and
+ *            reset's EBUSY: a reset cannot then make a thread that has yet
+ *            to see its phase's outcome mistake the fresh phase for a
  *            release.  Wakers never read it.
  */
 #ifndef SQUAREFREE_BARRIER_H
@@ -138,16 +196,17 @@
 SQF_BEGIN_DECLS
 
 typedef struct sqf_barrier {
-    SQF_WORD word;    /* see the invariants above; touch only through this API */
+    SQF_WORD word;    /* the arrival word: see the invariants above; touch only through this API */
     SQF_WORD parties; /* fixed by init */
     SQF_WORD waiters; /* threads inside a wait */
+    SQF_WORD release; /* the release word: sleepers sleep on it */
 } sqf_barrier;
 
 /** A statically initialised, process-private barrier for `parties` threads
  *  (1..SQF_BARRIER_MAX). */
 #define SQF_BARRIER_INIT(parties)                                                                  \
     {                                                                                              \
-        0, (parties), 0                                                                            \
+        0, (parties), 0, 0                                                                         \
     }
 
 /** The largest party count: 2^20 - 1. */
