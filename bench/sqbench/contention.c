@@ -204,7 +204,8 @@ static void calibrate(const char *exp)
 /* ==== C1 ======================================================================== */
 
 static const int c1_default_threads[] = {1, 2, 4, 8};
-#define C1_NH 11 /* h = 0, 10, ..., 100 % */
+static const int c1_quick_threads[] = {1, 2, 8}; /* --quick */
+#define C1_NH 11                                 /* h = 0, 10, ..., 100 % */
 
 /* Per lock, thread count, h and run: parallelism, and useful work per
  * CPU-second over a lone thread's (1 = every CPU-second spent did a lone
@@ -249,12 +250,16 @@ int sb_run_c1(void)
     sb_heading("C1", "lock contention against hold fraction (Preshing's method)");
     calibrate("C1");
     int threads[SB_MAX_LIST];
-    int nt = sb_list_or(sb.threads, sb.nthreads, c1_default_threads,
-                        (int)(sizeof c1_default_threads / sizeof c1_default_threads[0]), threads);
+    int nt =
+        sb.quick
+            ? sb_list_or(sb.threads, sb.nthreads, c1_quick_threads,
+                         (int)(sizeof c1_quick_threads / sizeof c1_quick_threads[0]), threads)
+            : sb_list_or(sb.threads, sb.nthreads, c1_default_threads,
+                         (int)(sizeof c1_default_threads / sizeof c1_default_threads[0]), threads);
     for (int t = 0; t < nt; t++)
         if (threads[t] > 256) sb_fail("C1: at most 256 threads (--threads)");
     double cycle = 1e9 / C_FREQ / unit_ns; /* units per acquisition */
-    double secs = duration(0.03, 0.25);
+    double secs = duration(0.04, 0.25);
     int cpus = sb_cpus_allowed();
     sb_note("lock frequency %.0f/s of single-thread work: %.0f units per cycle; %.3g s per run",
             C_FREQ, cycle, secs);

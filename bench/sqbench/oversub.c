@@ -22,6 +22,8 @@
 #define O_MAX_LOCKS 8
 
 static const int o_default_threads[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+/* --quick: the counts the verdicts name (2-4, 16, 64, 256) and 1. */
+static const int o_quick_threads[] = {1, 2, 16, 64, 256};
 
 static struct {
     long long counter __attribute__((aligned(128)));
@@ -117,8 +119,11 @@ int sb_run_o1(void)
 {
     sb_heading("O1", "oversubscription: a tiny critical section, 1 to 256 threads");
     int th[SB_MAX_LIST];
-    int nt = sb_list_or(sb.threads, sb.nthreads, o_default_threads,
-                        (int)(sizeof o_default_threads / sizeof o_default_threads[0]), th);
+    int nt = sb.quick
+                 ? sb_list_or(sb.threads, sb.nthreads, o_quick_threads,
+                              (int)(sizeof o_quick_threads / sizeof o_quick_threads[0]), th)
+                 : sb_list_or(sb.threads, sb.nthreads, o_default_threads,
+                              (int)(sizeof o_default_threads / sizeof o_default_threads[0]), th);
     for (int t = 0; t < nt; t++)
         if (th[t] > 1024) sb_fail("O1: at most 1024 threads (--threads)");
     double secs = sb.duration_s > 0 ? sb.duration_s : sb.quick ? 0.15 : 1.0;

@@ -1297,7 +1297,7 @@ int sb_run_s5(void)
 
 /* S6 and S7 grow with the number of processes: their own n lists. */
 static const int sp_default_n[] = {25, 50, 100, 200, 400};
-static const int sp_quick_n[] = {25, 50, 100, 200};
+static const int sp_quick_n[] = {25, 50, 100};
 
 /* Process-shared squarefree needs the futex wait backend. */
 static int sp_supported(const char *exp)
@@ -1322,7 +1322,7 @@ int sb_run_s6(void)
     s_experiment("S6",
                  "start n processes (floor: fork and wait only; seed: a shared counter and "
                  "polling; pthread: a process-shared pthread_barrier; sqf: a shared sqf_latch)",
-                 v, 4, s6_run, &r, sb.quick ? sp_quick_n : sp_default_n, sb.quick ? 4 : 5);
+                 v, 4, s6_run, &r, sb.quick ? sp_quick_n : sp_default_n, sb.quick ? 3 : 5);
     s_verdict_vs_floor("S6", v, &r, 0);
     sb_note("S6: seed exponent %.2f, pthread %.2f, floor %.2f", r.k[1], r.k[2], r.k[0]);
     return 0;
@@ -1339,7 +1339,7 @@ int sb_run_s7(void)
                  "process-shared pthread_mutex + polling; seed-sem: a process-shared sem_t, "
                  "what multiprocessing.Lock is, + polling; sqf: sqf_mutex + sqf_countdown; "
                  "sqf-mutex: the seed's code on a shared sqf_mutex)",
-                 v, 5, s7_run, &r, sb.quick ? sp_quick_n : sp_default_n, sb.quick ? 4 : 5);
+                 v, 5, s7_run, &r, sb.quick ? sp_quick_n : sp_default_n, sb.quick ? 3 : 5);
     s_verdict_vs_floor("S7", v, &r, 0);
     int nmax = r.n[r.nn - 1];
     double seed = s_last(&r, 1), sqf = s_last(&r, 3);
