@@ -96,6 +96,13 @@ enum {
     BA_ARRIVED /* arrived (not last): waiting for the phase's release */
 };
 
+/* Wake every sleeper on the release word rw if the publish that replaced
+ * `replaced` cleared WAITERS.  Uses only the address. */
+static void wake_waiters(sqf_word *rw, uint32_t replaced)
+{
+    if (replaced & BA_WAITERS) sqf_wake(rw, INT32_MAX, (replaced & BA_SHARED) != 0);
+}
+
 /* The end of every wait that counted itself: uncount, then wake if our
  * publish cleared WAITERS (the address only: a released thread may free *b
  * once we are uncounted). */
@@ -106,7 +113,7 @@ static int ba_leave(struct sqf_waitop *op, int result)
     uint32_t r = op->u.barrier.replaced;
     /* REL: pairs with destroy's and reset's ACQ loads. */
     at_sub(ba_waiters(b), 1, REL);
-    if (r & BA_WAITERS) sqf_wake(rw, INT32_MAX, (r & BA_SHARED) != 0);
+    wake_waiters(rw, r);
     return result;
 }
 
@@ -283,9 +290,7 @@ int sqf_barrier_abort(sqf_barrier *b)
      * that a release we publish late is published with what it acquired. */
     uint32_t old = at_or(ba_word(b), BA_BROKEN, AR);
     if (old & BA_BROKEN) return 0; /* broken already: its breaker publishes */
-    uint32_t r = publish(b, old | BA_BROKEN);
-    /* After the publish only the address is used. */
-    if (r & BA_WAITERS) sqf_wake(ba_release(b), INT32_MAX, (r & BA_SHARED) != 0);
+    wake_waiters(ba_release(b), publish(b, old | BA_BROKEN));
     return 0;
 }
 
@@ -305,7 +310,6 @@ int sqf_barrier_reset(sqf_barrier *b)
     }
     /* Arrivals of the fresh phase may already sleep on the release word,
      * which shows the old phase (not theirs) until this publish wakes them. */
-    uint32_t r = publish(b, next_phase(v));
-    if (r & BA_WAITERS) sqf_wake(ba_release(b), INT32_MAX, (r & BA_SHARED) != 0);
+    wake_waiters(ba_release(b), publish(b, next_phase(v)));
     return 0;
 }

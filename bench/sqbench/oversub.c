@@ -12,6 +12,7 @@
  * sum of every thread's acquisitions, or mutual exclusion broke (the
  * program then stops with an error). */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,27 @@ static void o_header(void)
     printf("\n");
 }
 
+/* One table of a per-run figure of o_point (the double array at `member`):
+ * median [min-max] with `prec` decimals, or `skipped` for a skipped point. */
+static void o_sum_table(const int *th, int nt, size_t member, int prec, const char *skipped)
+{
+    o_header();
+    for (int t = 0; t < nt; t++) {
+        printf("  %7d", th[t]);
+        for (int j = 0; j < sb_nlocks; j++) {
+            char c[48];
+            const struct o_point *p = &o_res[j][t];
+            struct sb_sum s = sb_summarize((const double *)((const char *)p + member), sb.runs);
+            if (p->skipped)
+                snprintf(c, sizeof c, "%s", skipped);
+            else
+                snprintf(c, sizeof c, "%.*f [%.*f-%.*f]", prec, s.med, prec, s.min, prec, s.max);
+            printf(" | %-19s", c);
+        }
+        printf("\n");
+    }
+}
+
 int sb_run_o1(void)
 {
     sb_heading("O1", "oversubscription: a tiny critical section, 1 to 256 threads");
@@ -155,36 +177,10 @@ int sb_run_o1(void)
     sb_progress_end();
 
     printf("  throughput, million acquisitions per second: median [min-max] of %d runs\n", sb.runs);
-    o_header();
-    for (int t = 0; t < nt; t++) {
-        printf("  %7d", th[t]);
-        for (int j = 0; j < sb_nlocks; j++) {
-            char c[48];
-            struct sb_sum s = sb_summarize(o_res[j][t].mops, sb.runs);
-            if (o_res[j][t].skipped)
-                snprintf(c, sizeof c, "skipped (too slow)");
-            else
-                snprintf(c, sizeof c, "%.2f [%.2f-%.2f]", s.med, s.min, s.max);
-            printf(" | %-19s", c);
-        }
-        printf("\n");
-    }
+    o_sum_table(th, nt, offsetof(struct o_point, mops), 2, "skipped (too slow)");
     printf("\n  CPU-ns per acquisition (user + system of the process over the window): median "
            "[min-max]\n");
-    o_header();
-    for (int t = 0; t < nt; t++) {
-        printf("  %7d", th[t]);
-        for (int j = 0; j < sb_nlocks; j++) {
-            char c[48];
-            struct sb_sum s = sb_summarize(o_res[j][t].cpu, sb.runs);
-            if (o_res[j][t].skipped)
-                snprintf(c, sizeof c, "-");
-            else
-                snprintf(c, sizeof c, "%.0f [%.0f-%.0f]", s.med, s.min, s.max);
-            printf(" | %-19s", c);
-        }
-        printf("\n");
-    }
+    o_sum_table(th, nt, offsetof(struct o_point, cpu), 0, "-");
     printf("\n  fairness: Jain's index (median of runs), least/most acquisitions of one thread in\n"
            "  one run (over all runs); * = some thread got none in some run\n");
     o_header();
