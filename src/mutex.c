@@ -10,6 +10,11 @@
 /* Threads spinning on any sqf_mutex in this process (see spin_acquire). */
 static sqf_word spinners;
 
+/* The longest interval between an awake waiter's reads of the word. */
+#ifndef MU_POLL_NS
+#define MU_POLL_NS 1000
+#endif
+
 static int spinner_cap(void)
 {
     int n = sqf_ncpu();
@@ -26,44 +31,89 @@ static bool try_take(sqf_word *w)
     return false;
 }
 
-/* Spin for a bounded time while the lock is held, hoping its holder (running
- * on another CPU) releases it soon.  At most spinner_cap() threads spin at
- * once, so spinning never takes every CPU from the threads doing work.
- * `extra` is set with LOCKED on success: PARKED for a thread that has slept
- * (see sqf_mutex_sleep_step_), which also stops at a hand-off, as it may take that. */
-static bool spin_acquire(sqf_word *w, sqf_deadline deadline, uint32_t extra)
+/* Wait awake for the lock, as the mutex's one awake waiter (NEXT), for a
+ * bounded time.  Pays when the holder is running on another CPU: the lock
+ * then changes hands in nanoseconds, not a sleep's microseconds.  Only one
+ * thread per mutex waits so (the others sleep: a second watcher would only
+ * add cache-line traffic), and unlocks wake nobody while it does, since it
+ * will take the lock.  A running thread that keeps re-taking the lock has it
+ * for MU_SLICE_NS at most: then we set TURN and the next unlock hands the
+ * lock to us (LOCKED stays set).  A new arrival does not become NEXT ahead
+ * of sleepers (PARKED): it queues behind them, so the lock rotates through
+ * the queue one slice at a time.  `extra` (PARKED, for a thread that has
+ * slept) is set with LOCKED on success.  At most spinner_cap() threads wait
+ * awake at once in the process, so that they never take every CPU. */
+static bool spin_acquire(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool urgent)
 {
+    uint32_t v = at_load(w, RLX);
     /* Not on a process-shared mutex: the cap counts this process's spinners
-     * only, and n processes would each spin (see "How it waits"). */
-    if (at_load(w, RLX) & MU_SHARED) return false;
+     * only, and n processes would each spin (see "How it waits"); and a
+     * process dying as NEXT would leave sleepers unwoken. */
+    if (v & (MU_SHARED | MU_NEXT | MU_STARVING)) return false;
+    if (!extra && (v & (MU_PARKED | MU_WOKEN))) return false;
     int cap = spinner_cap();
     uint32_t s = at_load(&spinners, RLX);
     do {
         if ((int)s >= cap) return false;
     } while (!at_cas(&spinners, &s, s + 1, RLX));
 
-    bool got = false;
-    sqf_deadline stop = sqf_now() + SQF_MUTEX_SPIN_NS;
-    if (deadline < stop) stop = deadline;
-    unsigned pauses = 1;
-    for (unsigned i = 0;; i++) {
-        uint32_t v = at_load(w, RLX);
-        /* Sleepers older than the starvation bound get the lock next:
-         * spinning for it would be wasted. */
-        if (v & MU_STARVING) break;
-        if (extra && (v & MU_HANDOFF)) break;
+    bool got = false, next = false;
+    while (!next) {
+        if ((v & (MU_NEXT | MU_STARVING)) || (!extra && (v & (MU_PARKED | MU_WOKEN)))) goto out;
         if (!(v & MU_LOCKED)) {
             if (at_cas(w, &v, v | MU_LOCKED | extra, ACQ)) {
+                got = true;
+                goto out;
+            }
+        } else {
+            next = at_cas(w, &v, v | MU_NEXT, RLX);
+        }
+    }
+
+    sqf_deadline now = sqf_now(), turn = urgent ? now : now + MU_SLICE_NS,
+                 stop = now + SQF_MUTEX_SPIN_NS;
+    if (deadline < stop) stop = deadline;
+    /* Read the word at growing intervals, up to MU_POLL_NS: each read takes
+     * the cache line from a holder that keeps re-taking the lock, and
+     * reading it often would slow that holder more than it gains us.  The
+     * clock paces the reads, not a count of pauses (whose cost varies
+     * tenfold between CPUs). */
+    sqf_deadline gap = 16;
+    for (;;) {
+        v = at_load(w, RLX);
+        if (!(v & MU_LOCKED)) {
+            if (at_cas(w, &v, (v | MU_LOCKED | extra) & ~(MU_NEXT | MU_TURN), ACQ)) {
                 got = true;
                 break;
             }
             continue;
         }
-        if ((i & 15) == 15 && sqf_now() >= stop) break;
-        for (unsigned k = 0; k < pauses; k++)
+        if ((v & (MU_HANDOFF | MU_TURN)) == (MU_HANDOFF | MU_TURN)) {
+            /* Our turn: the unlocker left LOCKED set for us. */
+            if (at_cas(w, &v, (v | extra) & ~(MU_HANDOFF | MU_TURN | MU_NEXT), ACQ)) {
+                got = true;
+                break;
+            }
+            continue;
+        }
+        if (now >= stop) {
+            /* Give up and sleep.  PARKED is still set if anyone sleeps, so
+             * the holder's unlock wakes the next waiter. */
+            if (at_cas(w, &v, v & ~(MU_NEXT | MU_TURN), RLX)) {
+                break;
+            }
+            continue;
+        }
+        /* Not while a hand-off to a sleeper is in flight: HANDOFF with TURN
+         * would then be read as ours. */
+        if (now >= turn && !(v & (MU_TURN | MU_HANDOFF))) at_cas(w, &v, v | MU_TURN, RLX);
+        sqf_deadline next_read = now + gap;
+        do
             at_relax();
-        if (pauses < 16) pauses <<= 1;
+        while ((now = sqf_now()) < next_read);
+        if (gap < MU_POLL_NS) gap <<= 1;
     }
+out:
     at_sub(&spinners, 1, RLX);
     return got;
 }
@@ -91,18 +141,27 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
          * time-out does (after one more look at the word). */
         if (how == ECANCELED || how == ENOTSUP) mw->cancelled = how;
     }
+    /* A wake-up has landed (perhaps the one WOKEN announces): let unlocks
+     * wake again.  Clearing another's WOKEN costs at most a spare wake-up. */
+    if (mw->woken && !shared) at_and(w, ~MU_WOKEN, RLX);
     for (;;) {
         uint32_t v = at_load(w, RLX);
         uint32_t mine = mw->starver ? MU_STARVING : 0;
-        if (mw->woken && (v & MU_HANDOFF)) {
+        if (mw->woken && (v & MU_HANDOFF) && !(v & MU_TURN)) {
             /* The unlocker left LOCKED set for us: take ownership. */
             if (at_cas(w, &v, v & ~(MU_HANDOFF | mine), ACQ)) return 0;
             continue;
         }
-        if (!(v & MU_LOCKED)) {
+        /* On our way to sleep, not woken: leave a free lock to the awake
+         * or woken waiter (NEXT, WOKEN) that will take it, rather than
+         * barge back in and make it wait. */
+        bool defer = !mw->woken && (v & (MU_NEXT | MU_WOKEN));
+        if (!(v & MU_LOCKED) && !defer) {
             /* We have slept (or are about to), so others may sleep too:
              * keep PARKED so that our unlock wakes the next one. */
-            if (at_cas(w, &v, (v | MU_LOCKED | MU_PARKED) & ~mine, ACQ)) return 0;
+            if (at_cas(w, &v, (v | MU_LOCKED | MU_PARKED) & ~mine, ACQ)) {
+                return 0;
+            }
             continue;
         }
         sqf_deadline now = sqf_now();
@@ -120,11 +179,20 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
              * wake and sleep (with two threads: no parallelism at all); spin
              * like a new arrival.  PARKED, because others may still sleep. */
             mw->spin = false;
-            if (op->may_spin && spin_acquire(w, op->deadline, MU_PARKED)) return 0;
+            if (op->may_spin &&
+                spin_acquire(w, op->deadline, MU_PARKED, now - mw->since > MU_STARVE_NS))
+                return 0;
             continue;
         }
         uint32_t want = v | MU_PARKED;
-        bool claim = !(v & MU_STARVING) && now - mw->since > MU_STARVE_NS;
+        /* A thread that can wait awake is served by the rotation through
+         * NEXT and TURN (asking for its turn at once when it has waited
+         * this long); hand-off mode, which serves one sleeper per wake-up
+         * and so collapses throughput while a long queue drains, is for
+         * waiters that can never be NEXT (event loops, shared mutexes, one
+         * CPU). */
+        bool claim = !(v & MU_STARVING) && now - mw->since > MU_STARVE_NS &&
+                     (!op->may_spin || shared || spinner_cap() == 0);
         if (claim) want |= MU_STARVING;
         if (want != v && !at_cas(w, &v, want, RLX)) continue;
         mw->starver |= claim;
@@ -142,7 +210,8 @@ int sqf_mutex_lock_step_(struct sqf_waitop *op, int how)
     if (how == SQF_OP_START) {
         sqf_word *w = mu_word(mw->m);
         if (try_take(w)) return 0;
-        if (op->may_spin && !sqf_cancel_is_cancelled(op->tok) && spin_acquire(w, op->deadline, 0))
+        if (op->may_spin && !sqf_cancel_is_cancelled(op->tok) &&
+            spin_acquire(w, op->deadline, 0, false))
             return 0;
         mw->woken = false;
     }
@@ -159,6 +228,10 @@ static int lock_wait(sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *tok)
 
 int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline)
 {
+    /* The inline CAS expects an idle word; a free lock with sleepers
+     * (PARKED) or an awake waiter (NEXT) is taken here without setting up
+     * a wait: that is a running thread's every lock while others queue. */
+    if (m && try_take(mu_word(m))) return 0;
     return lock_wait(m, deadline, NULL);
 }
 
@@ -197,6 +270,23 @@ static bool revoke_handoff(sqf_word *w, bool shared)
     return true;
 }
 
+/* A wake-up announced with WOKEN found nobody asleep: withdraw WOKEN, or
+ * if sleepers came since (PARKED) while the lock is free, wake one of them
+ * instead (a held lock's unlock wakes them: it sees PARKED without WOKEN). */
+static void revoke_woken(sqf_word *w)
+{
+    uint32_t v = at_load(w, RLX);
+    while (v & MU_WOKEN) {
+        if ((v & (MU_LOCKED | MU_PARKED)) == MU_PARKED) {
+            if (!at_cas(w, &v, v & ~MU_PARKED, RLX)) continue;
+            if (sqf_wake(w, 1, false)) return;
+            v = at_load(w, RLX);
+            continue;
+        }
+        if (at_cas(w, &v, v & ~MU_WOKEN, RLX)) return;
+    }
+}
+
 int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
 {
     if (!m) return EINVAL;
@@ -216,6 +306,12 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
             v = at_load(w, RLX);
             continue;
         }
+        if ((v & MU_TURN) || (fair && (v & MU_NEXT))) {
+            /* The awake waiter's turn: pass it the lock (LOCKED stays set);
+             * it is watching, so no wake-up is needed. */
+            if (!at_cas(w, &v, v | MU_HANDOFF | MU_TURN, REL)) continue;
+            return 0;
+        }
         if ((v & MU_PARKED) && (fair || (v & MU_STARVING))) {
             /* Hand off: LOCKED stays set, so no barging thread can take it;
              * the woken sleeper clears HANDOFF and owns the lock. */
@@ -223,6 +319,25 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
             if (sqf_wake(w, 1, shared) == 0 && !revoke_handoff(w, shared)) {
                 v = at_load(w, RLX); /* ours again, with requests to run */
                 continue;
+            }
+            return 0;
+        }
+        if (v & (MU_NEXT | MU_WOKEN)) {
+            /* The awake waiter will take it, or a woken sleeper is on its
+             * way: release without waking, and keep PARKED for the unlock
+             * after theirs. */
+            uint32_t keep = (v & MU_PARKED) ? ~0u : ~MU_STARVING;
+            if (!at_cas(w, &v, v & ~MU_LOCKED & keep, REL)) continue;
+            return 0;
+        }
+        if ((v & MU_PARKED) && !shared) {
+            /* Wake one, and announce it (WOKEN) so that no unlock wakes
+             * another before it has run: the rest of the queue stays
+             * asleep rather than waking to find the lock taken. */
+            uint32_t want = (v & ~(MU_LOCKED | MU_PARKED | MU_STARVING)) | MU_WOKEN;
+            if (!at_cas(w, &v, want, REL)) continue;
+            if (sqf_wake(w, 1, false) == 0) {
+                revoke_woken(w);
             }
             return 0;
         }

@@ -13,6 +13,9 @@
 #define MU_STARVING (1u << 3)
 #define MU_SHARED   SQF_MUTEX_SHARED_
 #define MU_COMBINE  (1u << 5)
+#define MU_NEXT     (1u << 6)
+#define MU_TURN     (1u << 7)
+#define MU_WOKEN    (1u << 8)
 
 /* A sleeper older than this asks for a direct hand-off.  (Overridable for
  * the schedule explorer, whose clock is one microsecond per step.) */
@@ -20,6 +23,10 @@
 #define SQF_MUTEX_STARVE_NS (1000 * 1000)
 #endif
 #define MU_STARVE_NS SQF_MUTEX_STARVE_NS
+
+/* How long running threads may keep re-taking the lock while the awake
+ * waiter (NEXT) watches, before it asks for its turn (TURN). */
+#define MU_SLICE_NS SQF_MUTEX_SLICE_NS
 
 /* An unlock that keeps finding new combining requests stops running them
  * after this long (past its first batch) and passes the lock on instead. */

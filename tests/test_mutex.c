@@ -1,4 +1,8 @@
 /* test_mutex.c: sqf_mutex's contract: errors, time-outs, hand-off, sharing. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity */
+#endif
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -118,13 +122,19 @@ static void test_unlock_fair_hands_off(void)
     CHECK_EQ(word_of(&m) & (MU_LOCKED | MU_HANDOFF), 0);
 }
 
-/* Eventual fairness: a sleeper that has waited over a millisecond and then
- * loses a race to a barger marks the lock STARVING, and the next plain
- * unlock hands off to it instead of releasing. */
-static void test_starving_sleeper_gets_handoff(void)
+/* Eventual fairness.  A sleeper that has waited over a millisecond and then
+ * loses a race to a barger asks to be served next:
+ * - on a private mutex (with 2 CPUs or more) it becomes the awake waiter
+ *   (NEXT) and sets TURN at once, and the next plain unlock hands the lock
+ *   to it (LOCKED stays set, with HANDOFF and TURN) instead of releasing;
+ * - on a shared mutex (which never waits awake) it marks the lock STARVING
+ *   and goes back to sleep, and the next plain unlock hands off to it
+ *   through a wake-up. */
+static void starving_sleeper_gets_handoff(unsigned flags, uint32_t mark)
 {
     for (int attempt = 0; attempt < 50; attempt++) {
-        sqf_mutex m = SQF_MUTEX_INIT;
+        sqf_mutex m;
+        CHECK_EQ(sqf_mutex_init(&m, flags), 0);
         struct waiter w = {&m, 0};
         CHECK_EQ(sqf_mutex_lock(&m), 0);
         pthread_t t;
@@ -137,23 +147,41 @@ static void test_starving_sleeper_gets_handoff(void)
             pthread_join(t, NULL);
             continue;
         }
+        /* Watch without sleeping: an awake waiter gives up after
+         * SQF_MUTEX_SPIN_NS, so the unlock must follow TURN at once. */
         sqf_deadline stop = sqf_after(2 * SQF_SEC);
-        while (!(word_of(&m) & MU_STARVING) && sqf_now() < stop)
-            usleep(100);
-        if (!(word_of(&m) & MU_STARVING)) { /* it was not woken in time; retry */
+        while (!(word_of(&m) & mark) && sqf_now() < stop)
+            if (mark == MU_STARVING) usleep(100);
+        if (!(word_of(&m) & mark)) { /* it was not woken in time; retry */
             CHECK_EQ(sqf_mutex_unlock(&m), 0);
             pthread_join(t, NULL);
             continue;
         }
-        usleep(20 * 1000); /* let it fall asleep again */
+        if (mark == MU_STARVING) usleep(20 * 1000); /* let it fall asleep again */
+        uint32_t before = word_of(&m);
         CHECK_EQ(sqf_mutex_unlock(&m), 0);
-        expect_handed_off(&m, &w);
+        if ((before & mark) && at_load(&w.got, SC) == 0) {
+            /* Handed off: LOCKED never dropped, so no barger gets in. */
+            expect_handed_off(&m, &w);
+        }
         pthread_join(t, NULL);
         CHECK_EQ(at_load(&w.got, SC), 1);
-        CHECK_EQ(word_of(&m) & (MU_LOCKED | MU_HANDOFF | MU_STARVING), 0);
+        CHECK_EQ(word_of(&m) & (MU_LOCKED | MU_HANDOFF | MU_STARVING | MU_NEXT | MU_TURN), 0);
         return;
     }
     CHECK(!"could not set up the starving-sleeper race in 50 attempts");
+}
+
+static void test_starving_sleeper_gets_handoff(void)
+{
+    cpu_set_t cpus;
+    bool several = sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
+    starving_sleeper_gets_handoff(SQF_PRIVATE, several ? MU_TURN : MU_STARVING);
+    sqf_mutex probe;
+    if (sqf_mutex_init(&probe, SQF_SHARED) == 0)
+        starving_sleeper_gets_handoff(SQF_SHARED, MU_STARVING);
+    else
+        printf("starving sleeper on a shared mutex: not run (this wait backend cannot share)\n");
 }
 
 /* A timed locker whose deadline passes must not strand the sleepers behind

@@ -171,6 +171,13 @@ typedef struct sqf_mutex {
 #define SQF_MUTEX_SPIN_NS 400000
 #endif
 
+/** How long the awake waiter lets running threads keep re-taking a mutex
+ *  before the next unlock must hand it over, in nanoseconds (see "How it
+ *  waits").  A library build setting, as SQF_MUTEX_SPIN_NS. */
+#ifndef SQF_MUTEX_SLICE_NS
+#define SQF_MUTEX_SLICE_NS 100000
+#endif
+
 /** How long an unlock keeps running combining requests that arrive while it
  *  runs earlier ones (beyond its first batch) before it passes the mutex on,
  *  in nanoseconds (see sqf_mutex_combine).  As SQF_MUTEX_SPIN_NS, a library
@@ -293,16 +300,15 @@ SQF_API int sqf_mutex_combine(sqf_mutex *m, void (*fn)(void *arg), void *arg);
 
 #if SQF_INLINE_FAST_PATH
 
-/* One CAS from "unlocked" to "locked"; for a shared mutex a second one,
- * as its idle value is SHARED rather than 0. */
-static inline int sqf_mutex_take_(sqf_mutex *m)
+/* One atomic OR of LOCKED (x86: lock bts), whatever else the word holds:
+ * a free lock is free with sleepers queued or an awake waiter watching
+ * too, and a running thread takes it without a call (no bit forbids
+ * taking a free lock: STARVING and the hand-off bits come only with
+ * LOCKED).  If LOCKED was set already, the OR changed nothing. */
+static inline _Bool sqf_mutex_take_(sqf_mutex *m)
 {
-    uint32_t v = 0;
-    return atomic_compare_exchange_strong_explicit(&m->word, &v, SQF_MUTEX_LOCKED_,
-                                                   memory_order_acquire, memory_order_relaxed) ||
-           (v == SQF_MUTEX_SHARED_ &&
-            atomic_compare_exchange_strong_explicit(&m->word, &v, v | SQF_MUTEX_LOCKED_,
-                                                    memory_order_acquire, memory_order_relaxed));
+    return !(atomic_fetch_or_explicit(&m->word, SQF_MUTEX_LOCKED_, memory_order_acquire) &
+             SQF_MUTEX_LOCKED_);
 }
 
 /** Acquire *m, sleeping as long as it takes.  Errors: EINVAL. */
