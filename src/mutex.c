@@ -7,7 +7,9 @@
 #include "mutex_word.h"
 #include "waitop.h"
 
-/* Threads spinning on any sqf_mutex in this process (see spin_acquire). */
+static void revoke_woken(sqf_word *w);
+
+/* Threads spinning on any sqf_mutex in this process (see wait_awake). */
 static sqf_word spinners;
 
 /* The longest interval between an awake waiter's reads of the word. */
@@ -43,7 +45,8 @@ static bool try_take(sqf_word *w)
  * the queue one slice at a time.  `extra` (PARKED, for a thread that has
  * slept) is set with LOCKED on success.  At most spinner_cap() threads wait
  * awake at once in the process, so that they never take every CPU. */
-static bool spin_acquire(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool urgent)
+static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool urgent,
+                       uint32_t clr)
 {
     uint32_t v = at_load(w, RLX);
     /* Not on a process-shared mutex: the cap counts this process's spinners
@@ -61,12 +64,12 @@ static bool spin_acquire(sqf_word *w, sqf_deadline deadline, uint32_t extra, boo
     while (!next) {
         if ((v & (MU_NEXT | MU_STARVING)) || (!extra && (v & (MU_PARKED | MU_WOKEN)))) goto out;
         if (!(v & MU_LOCKED)) {
-            if (at_cas(w, &v, v | MU_LOCKED | extra, ACQ)) {
+            if (at_cas(w, &v, (v | MU_LOCKED | extra) & ~clr, ACQ)) {
                 got = true;
                 goto out;
             }
         } else {
-            next = at_cas(w, &v, v | MU_NEXT, RLX);
+            next = at_cas(w, &v, (v | MU_NEXT) & ~clr, RLX);
         }
     }
 
@@ -141,12 +144,15 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
          * time-out does (after one more look at the word). */
         if (how == ECANCELED || how == ENOTSUP) mw->cancelled = how;
     }
-    /* A wake-up has landed (perhaps the one WOKEN announces): let unlocks
-     * wake again.  Clearing another's WOKEN costs at most a spare wake-up. */
-    if (mw->woken && !shared) at_and(w, ~MU_WOKEN, RLX);
+    /* A wake-up has landed (perhaps the one WOKEN announces).  Our next
+     * change of the word clears WOKEN, letting unlocks wake again: only then
+     * do we hold the lock, wait awake as NEXT or sleep, so no second sleeper
+     * is woken to find us in its way.  Clearing another's WOKEN costs at
+     * most a spare wake-up. */
+    uint32_t clr = mw->woken && !shared ? MU_WOKEN : 0;
     for (;;) {
         uint32_t v = at_load(w, RLX);
-        uint32_t mine = mw->starver ? MU_STARVING : 0;
+        uint32_t mine = (mw->starver ? MU_STARVING : 0) | clr;
         if (mw->woken && (v & MU_HANDOFF) && !(v & MU_TURN)) {
             /* The unlocker left LOCKED set for us: take ownership. */
             if (at_cas(w, &v, v & ~(MU_HANDOFF | mine), ACQ)) return 0;
@@ -180,11 +186,11 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
              * like a new arrival.  PARKED, because others may still sleep. */
             mw->spin = false;
             if (op->may_spin &&
-                spin_acquire(w, op->deadline, MU_PARKED, now - mw->since > MU_STARVE_NS))
+                wait_awake(w, op->deadline, MU_PARKED, now - mw->since > MU_STARVE_NS, clr))
                 return 0;
             continue;
         }
-        uint32_t want = v | MU_PARKED;
+        uint32_t want = (v | MU_PARKED) & ~clr;
         /* A thread that can wait awake is served by the rotation through
          * NEXT and TURN (asking for its turn at once when it has waited
          * this long); hand-off mode, which serves one sleeper per wake-up
@@ -211,7 +217,7 @@ int sqf_mutex_lock_step_(struct sqf_waitop *op, int how)
         sqf_word *w = mu_word(mw->m);
         if (try_take(w)) return 0;
         if (op->may_spin && !sqf_cancel_is_cancelled(op->tok) &&
-            spin_acquire(w, op->deadline, 0, false))
+            wait_awake(w, op->deadline, 0, false, 0))
             return 0;
         mw->woken = false;
     }
@@ -325,9 +331,9 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
         if (v & (MU_NEXT | MU_WOKEN)) {
             /* The awake waiter will take it, or a woken sleeper is on its
              * way: release without waking, and keep PARKED for the unlock
-             * after theirs. */
-            uint32_t keep = (v & MU_PARKED) ? ~0u : ~MU_STARVING;
-            if (!at_cas(w, &v, v & ~MU_LOCKED & keep, REL)) continue;
+             * after theirs.  (STARVING here is stale: with PARKED it would
+             * have handed off above.) */
+            if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_STARVING), REL)) continue;
             return 0;
         }
         if ((v & MU_PARKED) && !shared) {

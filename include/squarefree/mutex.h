@@ -3,11 +3,13 @@
  * What it is for: protecting shared state, as pthread_mutex_t does, but
  * - four bytes, zero-initialised, no destructor needed, no heap;
  * - the uncontended lock+unlock is two inline atomic operations;
- * - when contended it spins briefly, then sleeps in the kernel (never
- *   polls), and wakes sleepers one at a time (never a thundering herd);
- * - it is eventually fair: a thread that has slept on it for more than about
- *   a millisecond is handed the lock directly, so barging threads cannot
- *   starve it;
+ * - when contended, one waiter watches the lock awake for a bounded time
+ *   and the others sleep in the kernel; sleepers are woken one at a time,
+ *   and only when no woken one is still on its way (never a herd, and no
+ *   stream of futile wake-ups);
+ * - it is eventually fair: the watching waiter gets the lock after at most
+ *   a 100 us slice of a running thread's re-taking it, and a sleeper that has
+ *   waited over a millisecond asks for its turn at once;
  * - it combines (sqf_mutex_combine): a thread that finds it held can leave
  *   a short critical section for the holder to run, so n queued updates
  *   drain in one holder's run instead of n lock hand-offs.
@@ -25,8 +27,7 @@
  * changes nothing):
  * - EINVAL: a NULL mutex, or flags other than SQF_PRIVATE/SQF_SHARED.
  * - ENOTSUP: SQF_SHARED with a wait backend that cannot share (portable).
- * - EBUSY: trylock found the mutex held, or free but reserved for a starving
- *   sleeper (see Fairness); destroy found it held.
+ * - EBUSY: trylock found the mutex held; destroy found it held.
  * - ETIMEDOUT: timedlock's deadline passed before the lock was taken.  A
  *   deadline already past means "try once" (a trylock that waits for
  *   nothing).
@@ -42,24 +43,38 @@
  * locking.  Failed calls order nothing.
  *
  * Fairness: by default the lock goes to whoever takes it first after an
- * unlock: a running thread may "barge" ahead of sleeping ones.  That is what
+ * unlock: a running thread may "barge" ahead of waiting ones.  That is what
  * makes a contended lock fast (nobody waits for a sleeper to be scheduled),
- * but on its own it lets an unlucky thread starve.  So a sleeper that has
- * waited longer than about 1 ms sets STARVING, which switches the lock into
- * hand-off mode: every unlock passes the lock directly to the sleeper the
- * kernel queued first (FIFO among equal priorities), and no arriving thread
- * may take it (trylock returns EBUSY, spinners stop).  The thread that set
- * STARVING clears it when it gets the lock or gives up, so hand-off mode
- * lasts until that thread has been served: it waits about 1 ms plus the
- * critical sections of the sleepers queued ahead of it, never unboundedly.
- * An unlock that finds nobody asleep clears it too: its setter is then
- * awake (it sets it again if it must sleep again, so one barging thread may
- * slip in first) or dead, and a starving process killed while asleep thus
- * leaves no lasting hand-off mode.
- * sqf_mutex_unlock_fair() hands off whenever anyone sleeps.  A thread
- * returning from sqf_cond_wait competes with the mutex's sleepers for a
- * hand-off (it cannot be told from them); nothing is lost, but the hand-off
- * may serve it first.
+ * but on its own it lets a running thread keep the lock for ever.  So:
+ * - The awake waiter (NEXT, see How it waits) that has watched a running
+ *   thread re-take the lock for SQF_MUTEX_SLICE_NS (100 us) sets TURN, and
+ *   the next unlock passes the lock to it (LOCKED stays set, so nobody can
+ *   barge in between).  Sleepers are woken for the NEXT place in the
+ *   kernel's order (FIFO among equal priorities), so with many threads the
+ *   lock rotates through the queue, a slice at a time.
+ * - A woken sleeper that has waited more than about 1 ms asks for its turn
+ *   as soon as it is NEXT, without waiting out the slice.
+ * - A waiter that cannot wait awake (an event loop's wait, any waiter of a
+ *   process-shared mutex, any waiter on one CPU) sets STARVING instead
+ *   after about 1 ms, which switches the lock into hand-off mode: every
+ *   unlock passes the lock directly to the sleeper the kernel queued first,
+ *   and no arriving thread may take it.  The thread that set STARVING clears
+ *   it when it gets the lock or gives up, so hand-off mode lasts until that
+ *   thread has been served: about 1 ms plus the critical sections of the
+ *   sleepers queued ahead of it, never unboundedly.  An unlock that finds
+ *   nobody asleep clears it too: its setter is then awake (it sets it again
+ *   if it must sleep again) or dead, and a starving process killed while
+ *   asleep thus leaves no lasting hand-off mode.
+ * What this bounds is waiting, not shares: with many more threads than
+ * CPUs, a thread that gets the lock re-takes it many times in its slice, and
+ * threads that lose a race re-queue at the back, so over a second the
+ * acquisitions are spread unevenly (sqbench O1 reports Jain's index: about
+ * 0.95 at 16 threads, 0.75 at 64 and 0.4 at 256 on 2 CPUs), though every
+ * thread progresses.
+ * sqf_mutex_unlock_fair() hands off whenever anyone waits (to the NEXT
+ * waiter if there is one, else to a sleeper).  A thread returning from
+ * sqf_cond_wait competes with the mutex's sleepers for a hand-off (it cannot
+ * be told from them); nothing is lost, but the hand-off may serve it first.
  *
  * Lifetime: zero-initialised memory is a mutex, and destroy is optional.
  * An unlock that hands off (unlock_fair, or hand-off mode) may still touch
@@ -69,32 +84,44 @@
  * example, after joining the threads that used it), not merely once you
  * hold it.
  *
- * How it waits: a contended locker first spins, re-reading the word with a
- * CPU pause, for a bounded time (SQF_MUTEX_SPIN_NS, 400 microseconds).
- * Spinning pays when the holder is running on another CPU and will release
- * soon: the lock then changes hands in nanoseconds rather than the
- * microseconds of a sleep and a wake-up.  The budget is long because a
- * waiter that sleeps while the holder runs tends to keep sleeping: by the
- * time its wake-up lands (tens to hundreds of microseconds on a virtual
- * machine) the holder has often taken the lock again, so with two threads
- * a short budget loses all parallelism once holds outlast it (sqbench C1
- * measured this: 25 us fell to one thread's speed at 40 % hold, 400 us
- * stays at the queueing model).  A thread woken from its sleep that finds
- * the lock taken again spins once more before it sleeps.  It wastes a CPU when threads
- * outnumber CPUs, so the number of threads spinning at once (on all
- * sqf_mutexes of the process) is capped at half the CPUs the process may
- * use (at least one), there is no spinning at all on one CPU, and a spinner
- * stops once its budget is spent and sleeps.  A process-shared mutex does
- * not spin: the cap is kept per process, so it cannot bound the spinners of
+ * How it waits: a contended locker first tries to become the mutex's one
+ * awake waiter (NEXT): it re-reads the word at growing intervals (up to
+ * 1 us, paced by the clock: each read takes the cache line from a holder
+ * that keeps re-taking the lock) for a bounded time (SQF_MUTEX_SPIN_NS,
+ * 400 microseconds), and takes the lock when it sees it free or is handed
+ * it (TURN).  Waiting awake pays when the holder runs on another CPU: the
+ * lock then changes hands in nanoseconds rather than the microseconds of a
+ * sleep and a wake-up.  The budget is long because a waiter that sleeps
+ * while the holder runs tends to keep sleeping: by the time its wake-up
+ * lands (tens to hundreds of microseconds on a virtual machine) the holder
+ * has often taken the lock again, so with two threads a short budget loses
+ * all parallelism once holds outlast it (sqbench C1 measured this: 25 us
+ * fell to one thread's speed at 40 % hold, 400 us stays at the queueing
+ * model).  Only one thread per mutex waits awake, and a new arrival does
+ * not take that place ahead of sleepers: it sleeps behind them.  Every
+ * other waiter sleeps at once, since a second watcher would only add
+ * cache-line traffic to the holder's, and an unlock wakes nobody while NEXT
+ * watches (NEXT will take the lock).  With many threads on few CPUs this
+ * keeps one thread running the critical sections at nearly a lone
+ * thread's speed while the rest sleep, at about a third of a pthread
+ * mutex's CPU time per acquisition (sqbench O1).  A woken sleeper that
+ * finds the lock taken tries to become NEXT before it sleeps again.  The
+ * number of threads waiting awake at once (on all sqf_mutexes of the
+ * process) is capped at half the CPUs the process may use (at least one),
+ * and there is none on one CPU.  A process-shared mutex does not wait
+ * awake: the cap is kept per process, so it cannot bound the watchers of
  * many processes (400 processes queueing on one shared mutex on 2 CPUs
  * burned 229 ms of CPU in a 166 ms run with spinning, 55 ms without, and
- * handed the lock on faster).  The holder's lock word tells
- * the unlocker whether anyone sleeps, so an unlock makes a system call only
- * when it has someone to wake.
+ * handed the lock on faster), and a process that died while NEXT would
+ * leave its sleepers unwoken.  The holder's lock word tells the unlocker
+ * whether anyone sleeps, so an unlock makes a system call only when it has
+ * someone to wake.
  *
- * Wake-ups: an unlock wakes at most one sleeper (one FUTEX_WAKE of 1).  n
- * threads contending for the lock cost O(n) wake-ups in total; no operation
- * wakes more threads than can make progress.  sqf_cond_broadcast moves its
+ * Wake-ups: an unlock wakes at most one sleeper (one FUTEX_WAKE of 1), and
+ * on a private mutex only when no sleeper woken earlier is still on its way
+ * (WOKEN) and no NEXT watches.  n threads contending for the lock cost O(n)
+ * wake-ups in total; no operation wakes more threads than can make
+ * progress.  sqf_cond_broadcast moves its
  * waiters onto the mutex instead of waking them (see cond.h).  An unlock
  * that runs k combining requests wakes their k threads with one more
  * FUTEX_WAKE (see sqf_mutex_combine).
@@ -114,18 +141,26 @@
  *   LOCKED   (1<<0)  held.  Set by a lock; cleared only by an unlock that
  *                    does not hand off (or revokes a hand-off nobody took).
  *   PARKED   (1<<1)  a thread may be asleep on the word: an unlock that sees
- *                    it must wake one.  May be stale (set with no sleeper);
+ *                    it must wake one, unless NEXT or WOKEN is set (then it
+ *                    stays set for a later unlock).  May be stale (set with no sleeper);
  *                    that costs one futile wake-up, never a lost one.  A thread
  *                    that has slept acquires with PARKED set, as it cannot
  *                    know whether others still sleep.
- *   HANDOFF  (1<<2)  only with LOCKED: the lock has been passed to a thread
- *                    that was woken and has not run yet.  Only a thread
- *                    returning from a wake-up may clear it, and so own the lock.
- *   STARVING (1<<3)  a sleeper has waited more than ~1 ms: every unlock hands
- *                    off rather than releasing, and no one may barge.  Set
- *                    and cleared by that sleeper; also cleared by an unlock
- *                    that finds nobody asleep (PARKED clear, or a hand-off
- *                    that woke nobody), as its setter is then not asleep.
+ *   HANDOFF  (1<<2)  only with LOCKED: the lock has been passed on and its
+ *                    new owner has not taken it yet.  With TURN it is NEXT's,
+ *                    and only NEXT clears it (with TURN and NEXT); without,
+ *                    it is a woken sleeper's, and only a thread returning
+ *                    from a wake-up may clear it.  Either way the clearer
+ *                    owns the lock.
+ *   STARVING (1<<3)  only with LOCKED: a sleeper that cannot wait awake has
+ *                    waited more than ~1 ms: every unlock hands off rather
+ *                    than releasing, and no one may barge.  Set and cleared
+ *                    by that sleeper; also cleared by an unlock that finds
+ *                    nobody asleep (PARKED clear, or a hand-off that woke
+ *                    nobody), as its setter is then not asleep.  Every unlock
+ *                    that clears LOCKED clears it (or hands off instead), so
+ *                    a free lock never holds it: taking a free lock needs no
+ *                    test but LOCKED.
  *   SHARED   (1<<4)  set by sqf_mutex_init(SQF_SHARED) and never changed:
  *                    sleep on a process-shared futex.
  *   COMBINE  (1<<5)  only with LOCKED: combining requests for this mutex are
@@ -141,6 +176,27 @@
  *                    thread then owns the requests, and an unlocker that
  *                    revokes the hand-off takes the lock back rather than
  *                    releasing it.  Never set on a SHARED mutex.
+ *   NEXT     (1<<6)  a thread waits awake for the lock and will take it:
+ *                    unlocks wake nobody.  Claimed (at most one at a time)
+ *                    by a locker that found the lock held and no sleeper, or
+ *                    by a woken sleeper; cleared by that thread alone, when it
+ *                    takes the lock or gives up (only while LOCKED: a free
+ *                    lock it takes), so a wake-up is owed by whoever holds
+ *                    the lock then.  Never set on a SHARED mutex.
+ *   TURN     (1<<7)  only with NEXT and LOCKED: NEXT has waited its slice;
+ *                    the next unlock sets HANDOFF and keeps LOCKED, and NEXT
+ *                    takes the lock.  Set by NEXT only while HANDOFF is
+ *                    clear (so HANDOFF with TURN is always NEXT's); cleared
+ *                    by NEXT.
+ *   WOKEN    (1<<8)  an unlock has woken a sleeper that has not yet acted:
+ *                    unlocks wake nobody.  Set by the waking unlock (with
+ *                    PARKED cleared); cleared by the next change a thread
+ *                    returning from a wake-up makes (taking the lock,
+ *                    becoming NEXT, sleeping again, leaving), or by the
+ *                    waker if its wake found nobody (which then wakes again
+ *                    if sleepers came to a free lock).  Clearing another
+ *                    woken thread's WOKEN costs a spare wake-up, never a
+ *                    lost one.  Never set on a SHARED mutex.
  *   Unlocked and idle is 0 (or SHARED); the all-zero initialiser is valid.
  */
 #ifndef SQUAREFREE_MUTEX_H
