@@ -12,6 +12,35 @@ static void revoke_woken(sqf_word *w);
 /* Threads spinning on any sqf_mutex in this process (see wait_awake). */
 static sqf_word spinners;
 
+/* The running thread's turn: which mutex it has been re-taking without
+ * waiting, since when, and how many unlocks ago it last read the clock.
+ * Initial-exec, so that an unlock reads it without a call (a library loaded
+ * with dlopen still has room for one small variable). */
+static __attribute__((tls_model("initial-exec"))) _Thread_local struct {
+    const sqf_mutex *m;
+    uint32_t n;
+    sqf_deadline start;
+} my_turn;
+
+/* Called by an unlock that finds a waiter awake or on its way: has this thread held m for
+ * more than a slice, re-taking it without waiting?  The watcher's own slice
+ * (TURN) ends such a run too, but only once it is on a CPU: the kernel may
+ * queue a woken thread behind the runner for milliseconds.  The clock is
+ * read every 64 unlocks. */
+static bool turn_over(const sqf_mutex *m)
+{
+    if (my_turn.m != m) {
+        my_turn.m = m;
+        my_turn.n = 0;
+        my_turn.start = sqf_now();
+        return false;
+    }
+    if (++my_turn.n & 63) return false;
+    if (sqf_now() - my_turn.start <= MU_SLICE_NS) return false;
+    my_turn.m = NULL;
+    return true;
+}
+
 /* The longest interval between an awake waiter's reads of the word. */
 #ifndef MU_POLL_NS
 #define MU_POLL_NS 1000
@@ -82,6 +111,8 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
      * clock paces the reads, not a count of pauses (whose cost varies
      * tenfold between CPUs). */
     sqf_deadline gap = 16;
+    uint32_t last = 0;
+    unsigned same = 0; /* reads at the longest interval that saw `last` again */
     for (;;) {
         v = at_load(w, RLX);
         if (!(v & MU_LOCKED)) {
@@ -102,14 +133,21 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
         if (now >= stop) {
             /* Give up and sleep.  PARKED is still set if anyone sleeps, so
              * the holder's unlock wakes the next waiter. */
-            if (at_cas(w, &v, v & ~(MU_NEXT | MU_TURN), RLX)) {
-                break;
-            }
+            if (at_cas(w, &v, v & ~(MU_NEXT | MU_TURN), RLX)) break;
             continue;
         }
         /* Not while a hand-off to a sleeper is in flight: HANDOFF with TURN
          * would then be read as ours. */
         if (now >= turn && !(v & (MU_TURN | MU_HANDOFF))) at_cas(w, &v, v | MU_TURN, RLX);
+        /* A word unchanged for several microseconds while held: the holder
+         * is in a long critical section or was preempted, perhaps on this
+         * very CPU, where watching would keep it off.  Offer the CPU. */
+        same = v == last && gap >= MU_POLL_NS ? same + 1 : 0;
+        last = v;
+        if (same >= 8) {
+            same = 0;
+            sqf_wait_yield();
+        }
         sqf_deadline next_read = now + gap;
         do
             at_relax();
@@ -227,6 +265,7 @@ int sqf_mutex_lock_step_(struct sqf_waitop *op, int how)
 static int lock_wait(sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *tok)
 {
     if (!m) return EINVAL;
+    my_turn.m = NULL; /* we found it held: our next acquisition starts a turn */
     struct sqf_waitop op = sqf_op_blocking(deadline, tok);
     op.u.mutex.m = m;
     return sqf_op_block(&op, sqf_mutex_lock_step_);
@@ -234,9 +273,7 @@ static int lock_wait(sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *tok)
 
 int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline)
 {
-    /* The inline CAS expects an idle word; a free lock with sleepers
-     * (PARKED) or an awake waiter (NEXT) is taken here without setting up
-     * a wait: that is a running thread's every lock while others queue. */
+    /* The inline OR found the lock held; it may be free again already. */
     if (m && try_take(mu_word(m))) return 0;
     return lock_wait(m, deadline, NULL);
 }
@@ -328,12 +365,22 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
             }
             return 0;
         }
+        if ((v & MU_NEXT) && turn_over(m)) {
+            /* We have kept the lock long enough while NEXT watched: pass it
+             * on as TURN would.  Our next lock then finds it held and we
+             * queue behind the others. */
+            if (!at_cas(w, &v, v | MU_HANDOFF | MU_TURN, REL)) continue;
+            return 0;
+        }
         if (v & (MU_NEXT | MU_WOKEN)) {
             /* The awake waiter will take it, or a woken sleeper is on its
              * way: release without waking, and keep PARKED for the unlock
              * after theirs.  (STARVING here is stale: with PARKED it would
              * have handed off above.) */
             if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_STARVING), REL)) continue;
+            /* Our slice is over but the woken one has not run: the kernel
+             * may have queued it behind us on this CPU.  Let it run. */
+            if (!(v & MU_NEXT) && turn_over(m)) sqf_wait_yield();
             return 0;
         }
         if ((v & MU_PARKED) && !shared) {
@@ -342,9 +389,7 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
              * asleep rather than waking to find the lock taken. */
             uint32_t want = (v & ~(MU_LOCKED | MU_PARKED | MU_STARVING)) | MU_WOKEN;
             if (!at_cas(w, &v, want, REL)) continue;
-            if (sqf_wake(w, 1, false) == 0) {
-                revoke_woken(w);
-            }
+            if (sqf_wake(w, 1, false) == 0) revoke_woken(w);
             return 0;
         }
         /* Without PARKED nobody sleeps, so a STARVING left set is stale (as in

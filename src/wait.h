@@ -84,6 +84,11 @@ int sqf_wake(sqf_word *word, int n, bool shared);
  * -EAGAIN and does nothing.  Any other failure: -errno, nothing done. */
 int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int nmove, bool shared);
 
+/* Give this CPU to another runnable thread, if there is one (sched_yield).
+ * For a thread that waits awake for a word that stopped changing: its owner
+ * may have been preempted on this very CPU, and spinning would keep it off. */
+void sqf_wait_yield(void);
+
 /* Whether this backend supports shared (cross-process) waiting. */
 bool sqf_wait_shared_supported(void);
 

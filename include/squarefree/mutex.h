@@ -231,7 +231,7 @@ typedef struct sqf_mutex {
  *  before the next unlock must hand it over, in nanoseconds (see "How it
  *  waits").  A library build setting, as SQF_MUTEX_SPIN_NS. */
 #ifndef SQF_MUTEX_SLICE_NS
-#define SQF_MUTEX_SLICE_NS 100000
+#define SQF_MUTEX_SLICE_NS 300000
 #endif
 
 /** How long an unlock keeps running combining requests that arrive while it

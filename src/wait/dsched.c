@@ -429,6 +429,13 @@ static void wake_entry(const struct entry *e)
         wake_one(e->thread, e->j);
 }
 
+/* A yield is one more scheduling point: the simulated threads run one at a
+ * time, so there is no CPU to give away. */
+void sqf_wait_yield(void)
+{
+    sqf_dsched_point();
+}
+
 int sqf_wake(sqf_word *word, int n, bool shared)
 {
     (void)shared;

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -83,6 +84,11 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
     default:
         return -EINTR;
     }
+}
+
+void sqf_wait_yield(void)
+{
+    sched_yield();
 }
 
 int sqf_wake(sqf_word *word, int n, bool shared)

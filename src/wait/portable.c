@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -77,6 +78,11 @@ int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shar
     struct sqf_wait_word w = {word, expected, shared};
     int r = sqf_wait_any(&w, 1, deadline);
     return r >= 0 ? SQF_WAIT_WOKEN : -r;
+}
+
+void sqf_wait_yield(void)
+{
+    sched_yield();
 }
 
 int sqf_wake(sqf_word *word, int n, bool shared)
