@@ -82,7 +82,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
      * only, and n processes would each spin (see "How it waits"); and a
      * process dying as NEXT would leave sleepers unwoken. */
     if (v & (MU_SHARED | MU_NEXT | MU_STARVING)) return false;
-    if (!extra && (v & (MU_PARKED | MU_WOKEN))) return false;
+    if (!extra && (v & MU_PARKED)) return false;
     int cap = spinner_cap();
     uint32_t s = at_load(&spinners, RLX);
     do {
@@ -91,7 +91,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
 
     bool got = false, next = false;
     while (!next) {
-        if ((v & (MU_NEXT | MU_STARVING)) || (!extra && (v & (MU_PARKED | MU_WOKEN)))) goto out;
+        if ((v & (MU_NEXT | MU_STARVING)) || (!extra && (v & MU_PARKED))) goto out;
         if (!(v & MU_LOCKED)) {
             if (at_cas(w, &v, (v | MU_LOCKED | extra) & ~clr, ACQ)) {
                 got = true;
@@ -196,11 +196,7 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
             if (at_cas(w, &v, v & ~(MU_HANDOFF | mine), ACQ)) return 0;
             continue;
         }
-        /* On our way to sleep, not woken: leave a free lock to the awake
-         * or woken waiter (NEXT, WOKEN) that will take it, rather than
-         * barge back in and make it wait. */
-        bool defer = !mw->woken && (v & (MU_NEXT | MU_WOKEN));
-        if (!(v & MU_LOCKED) && !defer) {
+        if (!(v & MU_LOCKED)) {
             /* We have slept (or are about to), so others may sleep too:
              * keep PARKED so that our unlock wakes the next one. */
             if (at_cas(w, &v, (v | MU_LOCKED | MU_PARKED) & ~mine, ACQ)) {
