@@ -4,8 +4,7 @@
  * through barging, spinning, sleeping, the starvation hand-off, unlock_fair
  * and timed locks that give up; and, with four threads, the awake waiter
  * (NEXT) asking for its turn (TURN), the designated woken sleeper (WOKEN),
- * sleepers that defer to them on a free lock, and woken timed lockers that
- * leave and must pass their wake-up on. */
+ * and woken timed lockers that give up. */
 #include <errno.h>
 
 #include <squarefree.h>
