@@ -114,7 +114,7 @@
  * cache-line traffic to the holder's, and an unlock wakes nobody while NEXT
  * watches (NEXT will take the lock).  With many threads on few CPUs this
  * keeps one thread running the critical sections at a time while the rest
- * sleep, at about half a pthread mutex's CPU time per acquisition (sqbench
+ * sleep, at under half a pthread mutex's CPU time per acquisition (sqbench
  * O1).  A word that stays unchanged for several microseconds while NEXT
  * watches means a long critical section or a preempted holder, perhaps on
  * NEXT's own CPU: NEXT then yields its CPU between looks.  A woken sleeper
