@@ -97,6 +97,10 @@
  * starvation hand-off, a writer's turn) when its wait completes, but takes
  * ownership only at the next dispatch: keep dispatches prompt (a loop that
  * is busy for long delays the hand-off as a descheduled thread would).
+ * The same holds for a private mutex's plain wake-up: while the woken loop
+ * task has not run, that mutex's unlocks wake nobody else (see WOKEN in
+ * mutex.h), so never block the loop's own thread on a mutex that one of
+ * its tasks waits for.
  *
  * Wake-ups: the releaser's cost does not change with io_uring (one
  * FUTEX_WAKE, whatever mix waits); on the fallback it adds a walk of the
