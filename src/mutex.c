@@ -7,8 +7,6 @@
 #include "mutex_word.h"
 #include "waitop.h"
 
-static void revoke_woken(sqf_word *w);
-
 /* Threads spinning on any sqf_mutex in this process (see wait_awake). */
 static sqf_word spinners;
 
@@ -22,11 +20,11 @@ static __attribute__((tls_model("initial-exec"))) _Thread_local struct {
     sqf_deadline start;
 } my_turn;
 
-/* Called by an unlock that finds a waiter awake or on its way: has this thread held m for
- * more than a slice, re-taking it without waiting?  The watcher's own slice
- * (TURN) ends such a run too, but only once it is on a CPU: the kernel may
- * queue a woken thread behind the runner for milliseconds.  The clock is
- * read every 64 unlocks. */
+/* Called by an unlock that finds a waiter awake or on its way: has this
+ * thread held m for more than a slice, re-taking it without waiting?  The
+ * watcher's own slice (TURN) ends such a run too, but only once it is on a
+ * CPU: the kernel may queue a woken thread behind the runner for
+ * milliseconds.  The clock is read every 64 unlocks. */
 static bool turn_over(const sqf_mutex *m)
 {
     if (my_turn.m != m) {
@@ -42,9 +40,7 @@ static bool turn_over(const sqf_mutex *m)
 }
 
 /* The longest interval between an awake waiter's reads of the word. */
-#ifndef MU_POLL_NS
 #define MU_POLL_NS 1000
-#endif
 
 static int spinner_cap(void)
 {
@@ -62,6 +58,15 @@ static bool try_take(sqf_word *w)
     return false;
 }
 
+/* May a thread that sees v become NEXT?  Not on a process-shared mutex (the
+ * cap counts this process's watchers only, and a process dying as NEXT would
+ * leave sleepers unwoken), not beside another NEXT or a starving sleeper, and
+ * a new arrival (no `extra`) not ahead of sleepers. */
+static bool may_watch(uint32_t v, uint32_t extra)
+{
+    return !(v & (MU_SHARED | MU_NEXT | MU_STARVING)) && (extra || !(v & MU_PARKED));
+}
+
 /* Wait awake for the lock, as the mutex's one awake waiter (NEXT), for a
  * bounded time.  Pays when the holder is running on another CPU: the lock
  * then changes hands in nanoseconds, not a sleep's microseconds.  Only one
@@ -72,17 +77,15 @@ static bool try_take(sqf_word *w)
  * lock to us (LOCKED stays set).  A new arrival does not become NEXT ahead
  * of sleepers (PARKED): it queues behind them, so the lock rotates through
  * the queue one slice at a time.  `extra` (PARKED, for a thread that has
- * slept) is set with LOCKED on success.  At most spinner_cap() threads wait
- * awake at once in the process, so that they never take every CPU. */
+ * slept) is set with LOCKED on success; `clr` (WOKEN, for a woken thread)
+ * goes with our first change of the word; `urgent` (a waiter older than the
+ * starvation bound) asks for TURN at once.  At most spinner_cap() threads
+ * wait awake at once in the process, so that they never take every CPU. */
 static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool urgent,
                        uint32_t clr)
 {
     uint32_t v = at_load(w, RLX);
-    /* Not on a process-shared mutex: the cap counts this process's spinners
-     * only, and n processes would each spin (see "How it waits"); and a
-     * process dying as NEXT would leave sleepers unwoken. */
-    if (v & (MU_SHARED | MU_NEXT | MU_STARVING)) return false;
-    if (!extra && (v & MU_PARKED)) return false;
+    if (!may_watch(v, extra)) return false;
     int cap = spinner_cap();
     uint32_t s = at_load(&spinners, RLX);
     do {
@@ -91,7 +94,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
 
     bool got = false, next = false;
     while (!next) {
-        if ((v & (MU_NEXT | MU_STARVING)) || (!extra && (v & MU_PARKED))) goto out;
+        if (!may_watch(v, extra)) goto out;
         if (!(v & MU_LOCKED)) {
             if (at_cas(w, &v, (v | MU_LOCKED | extra) & ~clr, ACQ)) {
                 got = true;
@@ -199,9 +202,7 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
         if (!(v & MU_LOCKED)) {
             /* We have slept (or are about to), so others may sleep too:
              * keep PARKED so that our unlock wakes the next one. */
-            if (at_cas(w, &v, (v | MU_LOCKED | MU_PARKED) & ~mine, ACQ)) {
-                return 0;
-            }
+            if (at_cas(w, &v, (v | MU_LOCKED | MU_PARKED) & ~mine, ACQ)) return 0;
             continue;
         }
         sqf_deadline now = sqf_now();

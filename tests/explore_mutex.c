@@ -28,34 +28,43 @@ static void critical(void)
     inside--;
 }
 
+/* One pass through the lock: timed (`timeout` simulated ns, a time-out
+ * counted) or not, and released plainly or with unlock_fair. */
+static void enter(int64_t timeout, bool fair)
+{
+    if (timeout) {
+        int r = sqf_mutex_timedlock(&mu, sqf_after(timeout));
+        EXPLORE_REQUIRE(r == 0 || r == ETIMEDOUT);
+        if (r) {
+            timeouts++;
+            return;
+        }
+    } else {
+        EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
+    }
+    critical();
+    EXPLORE_REQUIRE((fair ? sqf_mutex_unlock_fair(&mu) : sqf_mutex_unlock(&mu)) == 0);
+}
+
+static const char *check_entries(int want)
+{
+    if (inside != 0) return "a thread still inside";
+    if (entries + timeouts != want) return "entries lost or duplicated";
+    if (sqf_mutex_trylock(&mu) != 0) return "the mutex is left locked";
+    sqf_mutex_unlock(&mu);
+    return NULL;
+}
+
 static void body(int id, void *arg)
 {
     (void)arg;
-    for (int i = 0; i < 2; i++) {
-        int r;
-        if (id == 2 && i == 1) {
-            r = sqf_mutex_timedlock(&mu, sqf_after(30000)); /* 30 simulated us */
-            EXPLORE_REQUIRE(r == 0 || r == ETIMEDOUT);
-            if (r) {
-                timeouts++;
-                continue;
-            }
-        } else {
-            EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
-        }
-        critical();
-        r = id == 0 && i == 1 ? sqf_mutex_unlock_fair(&mu) : sqf_mutex_unlock(&mu);
-        EXPLORE_REQUIRE(r == 0);
-    }
+    for (int i = 0; i < 2; i++)
+        enter(id == 2 && i == 1 ? 30000 : 0 /* 30 simulated us */, id == 0 && i == 1);
 }
 
 static const char *check(void)
 {
-    if (inside != 0) return "a thread still inside";
-    if (entries + timeouts != 6) return "entries lost or duplicated";
-    if (sqf_mutex_trylock(&mu) != 0) return "the mutex is left locked";
-    sqf_mutex_unlock(&mu);
-    return NULL;
+    return check_entries(6);
 }
 
 /* A runner re-taking the lock, two blocking lockers and a timed one with
@@ -64,29 +73,13 @@ static void body_turns(int id, void *arg)
 {
     (void)arg;
     int rounds = id == 0 ? 4 : 2;
-    for (int i = 0; i < rounds; i++) {
-        if (id == 3) {
-            int r = sqf_mutex_timedlock(&mu, sqf_after(8000 + 6000 * i));
-            EXPLORE_REQUIRE(r == 0 || r == ETIMEDOUT);
-            if (r) {
-                timeouts++;
-                continue;
-            }
-        } else {
-            EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
-        }
-        critical();
-        EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
-    }
+    for (int i = 0; i < rounds; i++)
+        enter(id == 3 ? 8000 + 6000 * i : 0, false);
 }
 
 static const char *check_turns(void)
 {
-    if (inside != 0) return "a thread still inside";
-    if (entries + timeouts != 10) return "entries lost or duplicated";
-    if (sqf_mutex_trylock(&mu) != 0) return "the mutex is left locked";
-    sqf_mutex_unlock(&mu);
-    return NULL;
+    return check_entries(10);
 }
 
 static void body_combine_fn(void *arg)
