@@ -81,7 +81,7 @@ struct sqf_waitop {
     /* Set by the caller before the first step. */
     sqf_deadline deadline;
     const sqf_cancel *tok;
-    bool may_spin;    /* the driver lets the mutex spin (threads: yes; loops: no) */
+    bool may_spin;    /* the driver lets the wait spin or yield (threads: yes; loops: no) */
     bool cancellable; /* the driver's own cancel (sqf_loop_cancel) may stop it */
     /* Set by a step that returns SQF_OP_SLEEP: where to sleep. */
     sqf_word *word;
@@ -120,6 +120,7 @@ struct sqf_waitop {
             uint32_t n, pos, phase;
             uint32_t replaced; /* the release word our publish replaced (0: none) */
             int stage, stop;
+            int yields; /* yields left before the first sleep */
         } barrier;
         struct sqf_rwlock_wait_ {
             sqf_rwlock *l;

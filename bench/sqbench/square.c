@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1088,11 +1089,21 @@ static int s_find(const struct s_variant *v, int nv, const char *name)
     return -1;
 }
 
+/* Whether r has the two or more n that an exponent needs (--n with one
+ * value has not): otherwise say so, instead of judging a NaN. */
+static bool s_has_exponents(const char *exp, const struct s_result *r)
+{
+    if (r->nn >= 2) return true;
+    sb_note("%s: no exponent verdicts: fitting an exponent needs at least two values of n", exp);
+    return false;
+}
+
 /* Squarefree variants grow no faster than the floor of the same table:
  * "exponent <= the floor's + 0.05", in the same run.  (S2 words its own.) */
 static void s_verdict_vs_floor(const char *exp, const struct s_variant *v, const struct s_result *r,
                                int floor)
 {
+    if (!s_has_exponents(exp, r)) return;
     for (int j = 0; j < r->nv; j++) {
         if (!v[j].sqf || !v[j].built) continue;
         sb_verdict(exp, r->k[j] <= r->k[floor] + 0.05,
@@ -1214,15 +1225,18 @@ int sb_run_s2(void)
     double seed = s_last(&r, S2_SEED), pth = s_last(&r, S2_PTHREAD), sqf = s_last(&r, S2_SQF),
            comb = s_last(&r, S2_COMBINE), plain = s_last(&r, S2_MUTEX);
     double kf = r.k[S2_FLOOR];
-    sb_verdict("S2", r.k[S2_COMBINE] <= kf + 0.05,
-               "sqf-combine exponent %.3f (target <= the floor's %.3f + 0.05; seed %.2f)",
-               r.k[S2_COMBINE], kf, r.k[S2_SEED]);
+    bool fit = s_has_exponents("S2", &r);
+    if (fit)
+        sb_verdict("S2", r.k[S2_COMBINE] <= kf + 0.05,
+                   "sqf-combine exponent %.3f (target <= the floor's %.3f + 0.05; seed %.2f)",
+                   r.k[S2_COMBINE], kf, r.k[S2_SEED]);
     sb_verdict("S2", seed / comb >= 10,
                "sqf-combine %.1fx faster than the seed's pthread code at n=%d (target >= 10x)",
                seed / comb, nmax);
-    sb_verdict("S2", r.k[S2_SQF] <= kf + 0.05,
-               "sqf (countdown, n unknown) exponent %.3f (target <= the floor's %.3f + 0.05)",
-               r.k[S2_SQF], kf);
+    if (fit)
+        sb_verdict("S2", r.k[S2_SQF] <= kf + 0.05,
+                   "sqf (countdown, n unknown) exponent %.3f (target <= the floor's %.3f + 0.05)",
+                   r.k[S2_SQF], kf);
     sb_verdict("S2", sqf <= pth,
                "sqf %.4f s vs the pthread_barrier idiom (needs n) %.4f s at n=%d = %.2fx "
                "(target <= 1)",

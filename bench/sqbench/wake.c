@@ -605,10 +605,14 @@ int sb_run_w1(void)
                    wv[v].name, ks[last], w_us_text(a, sizeof a, m), w_us_text(b, sizeof b, cond),
                    w_ratio(r, sizeof r, m, cond), kx[v], kx[V_COND]);
     }
-    for (int v = V_EVENT; v <= V_LATCH; v++)
-        sb_verdict("W1", kexp[v] <= kexp[V_FLOOR] + 0.05,
-                   "%s exponent %s over k >= %d (target <= futex-floor's %s + 0.05)", wv[v].name,
-                   kx[v], W_FIT_MIN, kx[V_FLOOR]);
+    if (isnan(kexp[V_FLOOR]))
+        sb_note("W1: no exponent verdicts: fitting an exponent needs at least two k >= %d",
+                W_FIT_MIN);
+    else
+        for (int v = V_EVENT; v <= V_LATCH; v++)
+            sb_verdict("W1", kexp[v] <= kexp[V_FLOOR] + 0.05,
+                       "%s exponent %s over k >= %d (target <= futex-floor's %s + 0.05)",
+                       wv[v].name, kx[v], W_FIT_MIN, kx[V_FLOOR]);
     /* Every variant's raw exponent, then the peers' latency at the largest k
      * beside the floor's. */
     char line[400], a[32];
