@@ -6,6 +6,9 @@
 #include "cpu.h"
 #include "mutex_word.h"
 #include "waitop.h"
+#ifdef SQF_DSCHED
+#include "wait/dsched.h"
+#endif
 
 /* Threads spinning on any sqf_mutex in this process (see wait_awake). */
 static sqf_word spinners;
@@ -39,8 +42,83 @@ static bool turn_over(const sqf_mutex *m)
     return true;
 }
 
-/* The longest interval between an awake waiter's reads of the word. */
-#define MU_POLL_NS 1000
+/* How late a wake-up may be before an unlock sends another.  WOKEN and
+ * NEXT keep the queue asleep while a woken thread is on its way or a
+ * watcher is about to take the lock, which serves oversubscription (more
+ * woken threads, that cannot run, only crowd the CPUs).  But when the
+ * woken thread, or the watcher after offering its CPU, waits long for a CPU
+ * (hundreds of microseconds on a busy or virtual machine) while sleepers
+ * could run elsewhere, relying on it alone leaves CPUs idle.  The two cases
+ * differ in how often the lock changes hands meanwhile: an oversubscribed
+ * runner unlocks thousands of times, a contended section a few.  So only
+ * the first MU_LATE_LOOKS unlocks after a wake-up or a watcher's yield
+ * look at the clock (the rest pay nothing), and one of them that finds it
+ * older than MU_LATE_NS wakes another sleeper. */
+#define MU_LATE_NS    SQF_MUTEX_LATE_NS
+#define MU_LATE_LOOKS 8
+
+/* Per mutex, when the last wake-up was sent, when its watcher began to
+ * yield (0: it is not yielding), and how many unlocks have looked since: a
+ * side table indexed by the mutex's address, as the lock word has no room.
+ * Mutexes that share a slot only make each other's extra wake-ups come
+ * early or not at all. */
+struct late_event {
+    sqf_word64 since; /* 0: none */
+    sqf_word looks;
+};
+static struct {
+    struct late_event woken, yielding;
+} __attribute__((aligned(64))) late_tab[64];
+
+#ifdef SQF_DSCHED
+/* The explorer's runs each start from the same state, so that a replay
+ * repeats its run exactly: forget the times of the run before. */
+void sqf_mutex_dsched_reset_(void)
+{
+    for (unsigned i = 0; i < 64; i++) {
+        at_store64(&late_tab[i].woken.since, 0, RLX);
+        at_store64(&late_tab[i].yielding.since, 0, RLX);
+    }
+}
+#endif
+
+static unsigned late_slot(const sqf_word *w)
+{
+    uintptr_t a = (uintptr_t)w;
+    return (unsigned)((a >> 6) ^ (a >> 12)) & 63;
+}
+
+/* Whether the event timed in *t (0: none) is older than MU_LATE_NS, for one
+ * of the first looks since it.  Plain loads and stores: a count lost among
+ * racing unlocks is one more look. */
+static bool late(struct late_event *e)
+{
+    sqf_deadline since = (sqf_deadline)at_load64(&e->since, RLX);
+    if (!since) return false;
+    uint32_t n = at_load(&e->looks, RLX);
+    if (n >= MU_LATE_LOOKS) return false;
+    at_store(&e->looks, n + 1, RLX);
+    return sqf_now() - since > MU_LATE_NS;
+}
+
+static void late_start(struct late_event *e)
+{
+    at_store(&e->looks, 0, RLX);
+    at_store64(&e->since, (uint64_t)sqf_now(), RLX);
+}
+
+/* The longest interval between an awake waiter's reads of the word, and how
+ * many reads at that interval that find it unchanged make it offer its CPU.
+ * (Overridable for the schedule explorer, where every read takes a
+ * simulated microsecond.) */
+#ifndef SQF_MUTEX_POLL_NS
+#define SQF_MUTEX_POLL_NS 1000
+#endif
+#ifndef SQF_MUTEX_SAME_READS
+#define SQF_MUTEX_SAME_READS 8
+#endif
+#define MU_POLL_NS    SQF_MUTEX_POLL_NS
+#define MU_SAME_READS SQF_MUTEX_SAME_READS
 
 static int spinner_cap(void)
 {
@@ -144,12 +222,17 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
         if (now >= turn && !(v & (MU_TURN | MU_HANDOFF))) at_cas(w, &v, v | MU_TURN, RLX);
         /* A word unchanged for several microseconds while held: the holder
          * is in a long critical section or was preempted, perhaps on this
-         * very CPU, where watching would keep it off.  Offer the CPU. */
+         * very CPU, where watching would keep it off.  Offer the CPU, and
+         * say so: the kernel may keep us off it for milliseconds, and then
+         * an unlock wakes a sleeper in our stead (see MU_LATE_NS). */
         same = v == last && gap >= MU_POLL_NS ? same + 1 : 0;
         last = v;
-        if (same >= 8) {
+        if (same >= MU_SAME_READS) {
             same = 0;
+            struct late_event *e = &late_tab[late_slot(w)].yielding;
+            late_start(e);
             sqf_wait_yield();
+            at_store64(&e->since, 0, RLX);
         }
         sqf_deadline next_read = now + gap;
         do
@@ -327,6 +410,17 @@ static void revoke_woken(sqf_word *w)
     }
 }
 
+/* An unlock that finds NEXT or WOKEN in v: may it release without waking
+ * anyone?  Yes if nobody sleeps, or if the watcher or the woken thread is
+ * not late (see MU_LATE_NS). */
+static bool someone_coming(sqf_word *w, uint32_t v)
+{
+    if (!(v & MU_PARKED)) return true;
+    unsigned i = late_slot(w);
+    if ((v & MU_NEXT) && !late(&late_tab[i].yielding)) return true;
+    return (v & MU_WOKEN) && !late(&late_tab[i].woken);
+}
+
 int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
 {
     if (!m) return EINVAL;
@@ -369,7 +463,7 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
             if (!at_cas(w, &v, v | MU_HANDOFF | MU_TURN, REL)) continue;
             return 0;
         }
-        if (v & (MU_NEXT | MU_WOKEN)) {
+        if ((v & (MU_NEXT | MU_WOKEN)) && someone_coming(w, v)) {
             /* The awake waiter will take it, or a woken sleeper is on its
              * way: release without waking, and keep PARKED for the unlock
              * after theirs.  (STARVING here is stale: with PARKED it would
@@ -385,6 +479,7 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
              * another before it has run: the rest of the queue stays
              * asleep rather than waking to find the lock taken. */
             uint32_t want = (v & ~(MU_LOCKED | MU_PARKED | MU_STARVING)) | MU_WOKEN;
+            late_start(&late_tab[late_slot(w)].woken);
             if (!at_cas(w, &v, want, REL)) continue;
             if (sqf_wake(w, 1, false) == 0) revoke_woken(w);
             return 0;

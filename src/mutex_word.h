@@ -24,6 +24,13 @@
 #endif
 #define MU_STARVE_NS SQF_MUTEX_STARVE_NS
 
+/* How late a wake-up (WOKEN) or a yielding watcher (NEXT) may be before an
+ * unlock wakes another sleeper (see mutex.c).  (Overridable for the
+ * schedule explorer.) */
+#ifndef SQF_MUTEX_LATE_NS
+#define SQF_MUTEX_LATE_NS 50000
+#endif
+
 /* How long running threads may keep re-taking the lock while the awake
  * waiter (NEXT) watches, before it asks for its turn (TURN). */
 #define MU_SLICE_NS SQF_MUTEX_SLICE_NS

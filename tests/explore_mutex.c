@@ -4,7 +4,9 @@
  * through barging, spinning, sleeping, the starvation hand-off, unlock_fair
  * and timed locks that give up; and, with four threads, the awake waiter
  * (NEXT) asking for its turn (TURN), the designated woken sleeper (WOKEN),
- * and woken timed lockers that give up. */
+ * and woken timed lockers that give up; and, with a long critical section,
+ * the watcher offering its CPU and an unlock that finds it (or the woken
+ * sleeper) late and wakes another. */
 #include <errno.h>
 
 #include <squarefree.h>
@@ -20,12 +22,18 @@ static void setup(void)
     inside = entries = timeouts = 0;
 }
 
-static void critical(void)
+static void critical_for(int steps)
 {
     EXPLORE_REQUIRE(++inside == 1);
-    dsched_yield();
+    for (int i = 0; i < steps; i++)
+        dsched_yield();
     entries++;
     inside--;
+}
+
+static void critical(void)
+{
+    critical_for(1);
 }
 
 /* One pass through the lock: timed (`timeout` simulated ns, a time-out
@@ -82,6 +90,23 @@ static const char *check_turns(void)
     return check_entries(10);
 }
 
+/* Thread 0 holds the lock for 16 steps (simulated microseconds) each time:
+ * long enough for a watcher's reads to find the word unchanged, so that it
+ * yields, and for wake-ups to be late. */
+static void body_long(int id, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2; i++) {
+        if (id == 0) {
+            EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
+            critical_for(16);
+            EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
+        } else {
+            enter(0, false);
+        }
+    }
+}
+
 static void body_combine_fn(void *arg)
 {
     (void)arg;
@@ -119,8 +144,16 @@ int main(void)
                                  check_turns,
                                  8000,
                                  20};
+    struct explore_case lng = {"mutex long holder: a yielding watcher, late wake-ups, 3 threads",
+                               3,
+                               setup,
+                               body_long,
+                               check,
+                               8000,
+                               20};
     explore(&lock);
     explore(&turns);
+    explore(&lng);
     explore(&comb);
     return 0;
 }

@@ -117,7 +117,14 @@
  * sleep, at under half a pthread mutex's CPU time per acquisition (sqbench
  * O1).  A word that stays unchanged for several microseconds while NEXT
  * watches means a long critical section or a preempted holder, perhaps on
- * NEXT's own CPU: NEXT then yields its CPU between looks.  A woken sleeper
+ * NEXT's own CPU: NEXT then yields its CPU between looks.  The kernel may
+ * keep a yielding NEXT, or a woken sleeper, off the CPU for hundreds of
+ * microseconds while other CPUs idle; so one of the first 8 unlocks after
+ * a yield or a wake-up that finds it more than 50 us old wakes one more
+ * sleeper (4 threads on 2 CPUs, sqbench C1 at 20 % hold: parallelism 1.45
+ * became 1.7).  The first 8 only: a runner that re-takes the lock makes
+ * thousands of unlocks while a woken thread waits for a CPU, and waking
+ * more would then only crowd the CPUs.  A woken sleeper
  * that finds the lock taken tries to become NEXT before it sleeps again.  The
  * number of threads waiting awake at once (on all sqf_mutexes of the
  * process) is capped at half the CPUs the process may use (at least one),
@@ -132,7 +139,8 @@
  *
  * Wake-ups: an unlock wakes at most one sleeper (one FUTEX_WAKE of 1), and
  * on a private mutex only when no sleeper woken earlier is still on its way
- * (WOKEN) and no NEXT watches.  n threads contending for the lock cost O(n)
+ * (WOKEN) and no NEXT watches, unless that one is late (see How it
+ * waits).  n threads contending for the lock cost O(n)
  * wake-ups in total; no operation wakes more threads than can make
  * progress.  sqf_cond_broadcast moves its
  * waiters onto the mutex instead of waking them (see cond.h).  An unlock
@@ -144,9 +152,10 @@
  * same wake-up costs as between threads, but no spinning (see How it
  * waits), and an uncontended lock+unlock of two compare-and-swaps each (its
  * idle word is SHARED, not 0: the inline path's first CAS fails);
- * sqf_mutex_combine falls back to lock, fn, unlock there.  A process killed while it sleeps in a lock leaves
- * at most a stale PARKED (one futile wake-up) and, if it was starving, a
- * STARVING that the next unlock finding nobody asleep clears.  A process
+ * sqf_mutex_combine falls back to lock, fn, unlock there.  A process
+ * killed while it sleeps in a lock leaves at most a stale PARKED (one
+ * futile wake-up) and, if it was starving, a STARVING that the next unlock
+ * finding nobody asleep clears.  A process
  * that dies HOLDING the lock leaves it locked for good: this mutex records
  * no owner, so nothing can tell a dead holder from a slow one.
  *
@@ -155,7 +164,7 @@
  *                    does not hand off (or revokes a hand-off nobody took).
  *   PARKED   (1<<1)  a thread may be asleep on the word: an unlock that sees
  *                    it must wake one, unless NEXT or WOKEN is set (then it
- *                    stays set for a later unlock).  May be stale (set with no sleeper);
+ *                    may stay set for a later unlock).  May be stale (set with no sleeper);
  *                    that costs one futile wake-up, never a lost one.  A thread
  *                    that has slept acquires with PARKED set, as it cannot
  *                    know whether others still sleep.
@@ -190,8 +199,9 @@
  *                    revokes the hand-off takes the lock back rather than
  *                    releasing it.  Never set on a SHARED mutex.
  *   NEXT     (1<<6)  a thread waits awake for the lock and will take it:
- *                    unlocks wake nobody.  Claimed (at most one at a time)
- *                    by a locker that found the lock held and no sleeper, or
+ *                    unlocks wake nobody, unless it is late.  Claimed (at
+ *                    most one at a time) by a locker that found the lock
+ *                    held and no sleeper, or
  *                    by a woken sleeper; cleared by that thread alone, when it
  *                    takes the lock or gives up (only while LOCKED: a free
  *                    lock it takes), so a wake-up is owed by whoever holds
@@ -204,8 +214,8 @@
  *                    and keeps LOCKED, and NEXT takes the lock, clearing
  *                    both with NEXT.
  *   WOKEN    (1<<8)  an unlock has woken a sleeper that has not yet acted:
- *                    unlocks wake nobody.  Set by the waking unlock (with
- *                    PARKED cleared); cleared by the next change a thread
+ *                    unlocks wake nobody, unless it is late.  Set by the
+ *                    waking unlock (with PARKED cleared); cleared by the next change a thread
  *                    returning from a wake-up makes (taking the lock,
  *                    becoming NEXT, sleeping again, leaving), or by the
  *                    waker if its wake found nobody (which then wakes again

@@ -284,6 +284,7 @@ struct dsched_result dsched_run(int n, void (*fn)(int, void *), void *arg, uint6
     if (S.o.max_steps <= 0) S.o.max_steps = 1000000;
     S.rng = seed;
     S.now = 1000000000000; /* the same start every run: replays are exact */
+    sqf_mutex_dsched_reset_();
     S.steps = S.seq = 0;
     S.ndone = 0;
     S.reqs = NULL; /* a failed run's requests are abandoned with it */
@@ -431,8 +432,12 @@ static void wake_entry(const struct entry *e)
 
 /* A yield is one more scheduling point: the simulated threads run one at a
  * time, so there is no CPU to give away. */
+/* The kernel may keep a yielding thread off its CPU for a whole time slice
+ * while others run: the model lets a few microseconds pass (so that what
+ * the library times across a yield can be late). */
 void sqf_wait_yield(void)
 {
+    if (self >= 0 && S.active) S.now += 4000;
     sqf_dsched_point();
 }
 

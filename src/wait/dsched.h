@@ -95,5 +95,7 @@ void dsched_await(const void *owner);
 /* The library side (atomic.h, time.c): no-ops outside a run. */
 void sqf_dsched_point(void);
 int64_t sqf_dsched_now(void);
+/* mutex.c's reset of its side table, called at the start of every run. */
+void sqf_mutex_dsched_reset_(void);
 
 #endif
