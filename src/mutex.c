@@ -57,25 +57,26 @@ static bool turn_over(const sqf_mutex *m)
 #define MU_LATE_NS    SQF_MUTEX_LATE_NS
 #define MU_LATE_LOOKS 8
 
-/* Per mutex, when the last wake-up was sent, when its watcher began to
- * yield (0: it is not yielding), and how many unlocks have looked since: a
- * side table indexed by the mutex's address, as the lock word has no room.
- * Mutexes that share a slot only make each other's extra wake-ups come
- * early or not at all. */
+/* Per mutex, when the last wake-up was sent and when its watcher began to
+ * yield (0: it is not yielding), each with how many unlocks have looked
+ * since: a side table indexed by the mutex's address, as the lock word has
+ * no room.  Mutexes that share a slot only make each other's extra
+ * wake-ups come early or not at all. */
+#define LATE_SLOTS 64
 struct late_event {
     sqf_word64 since; /* 0: none */
     sqf_word looks;
 };
 static struct {
     struct late_event woken, yielding;
-} __attribute__((aligned(64))) late_tab[64];
+} __attribute__((aligned(64))) late_tab[LATE_SLOTS];
 
 #ifdef SQF_DSCHED
 /* The explorer's runs each start from the same state, so that a replay
  * repeats its run exactly: forget the times of the run before. */
 void sqf_mutex_dsched_reset_(void)
 {
-    for (unsigned i = 0; i < 64; i++) {
+    for (unsigned i = 0; i < LATE_SLOTS; i++) {
         at_store64(&late_tab[i].woken.since, 0, RLX);
         at_store64(&late_tab[i].yielding.since, 0, RLX);
     }
@@ -85,11 +86,11 @@ void sqf_mutex_dsched_reset_(void)
 static unsigned late_slot(const sqf_word *w)
 {
     uintptr_t a = (uintptr_t)w;
-    return (unsigned)((a >> 6) ^ (a >> 12)) & 63;
+    return (unsigned)((a >> 6) ^ (a >> 12)) % LATE_SLOTS;
 }
 
-/* Whether the event timed in *t (0: none) is older than MU_LATE_NS, for one
- * of the first looks since it.  Plain loads and stores: a count lost among
+/* Whether event e (since 0: none) is older than MU_LATE_NS, for one of the
+ * first MU_LATE_LOOKS looks since it.  Plain loads and stores: a count lost among
  * racing unlocks is one more look. */
 static bool late(struct late_event *e)
 {

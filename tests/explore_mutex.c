@@ -4,9 +4,11 @@
  * through barging, spinning, sleeping, the starvation hand-off, unlock_fair
  * and timed locks that give up; and, with four threads, the awake waiter
  * (NEXT) asking for its turn (TURN), the designated woken sleeper (WOKEN),
- * and woken timed lockers that give up; and, with a long critical section,
- * the watcher offering its CPU and an unlock that finds it (or the woken
- * sleeper) late and wakes another. */
+ * and woken timed lockers that give up (a woken sleeper found late by an
+ * unlock, which wakes another, happens in these too); and, with a long
+ * critical section, the watcher offering its CPU, its yield timed for late
+ * wake-ups.  (An unlock that finds the yielding watcher late is reached in
+ * explore_race.) */
 #include <errno.h>
 
 #include <squarefree.h>
@@ -92,7 +94,7 @@ static const char *check_turns(void)
 
 /* Thread 0 holds the lock for 16 steps (simulated microseconds) each time:
  * long enough for a watcher's reads to find the word unchanged, so that it
- * yields, and for wake-ups to be late. */
+ * yields. */
 static void body_long(int id, void *arg)
 {
     (void)arg;

@@ -430,11 +430,10 @@ static void wake_entry(const struct entry *e)
         wake_one(e->thread, e->j);
 }
 
-/* A yield is one more scheduling point: the simulated threads run one at a
- * time, so there is no CPU to give away. */
-/* The kernel may keep a yielding thread off its CPU for a whole time slice
- * while others run: the model lets a few microseconds pass (so that what
- * the library times across a yield can be late). */
+/* A yield is one more scheduling point (the simulated threads run one at a
+ * time, so there is no CPU to give away), and a few simulated microseconds:
+ * the kernel may keep a yielding thread off its CPU for a whole time slice,
+ * so what the library times across a yield must be able to run late. */
 void sqf_wait_yield(void)
 {
     if (self >= 0 && S.active) S.now += 4000;
