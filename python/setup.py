@@ -14,13 +14,13 @@ from setuptools import Extension, setup
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# The library's sources this module needs (CMakeLists.txt's SQF_CORE_SOURCES,
-# the event-loop driver that asyncio's waits run on, and the Linux futex
-# wait backend with its user-space table).
-LIB = ["time.c", "cpu.c", "mutex.c", "combine.c", "cond.c", "sem.c", "once.c", "event.c",
-       "latch.c", "barrier.c", "cancel.c", "rwlock.c", "countdown.c", "queue.c",
-       "loop.c", "loop/split.c", "loop/uring.c", "loop/fallback.c",
-       "wait/futex_linux.c", "wait/table.c"]
+# The library's sources this module needs: its core (src/sources.txt, the
+# list CMakeLists.txt reads too), the event-loop driver that asyncio's waits
+# run on, and the Linux futex wait backend with its user-space table.
+with open(os.path.join(ROOT, "src", "sources.txt")) as f:
+    CORE = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+LIB = CORE + ["loop.c", "loop/split.c", "loop/uring.c", "loop/fallback.c",
+              "wait/futex_linux.c", "wait/table.c"]
 
 # The io_uring loop backend, when liburing's headers and static library are
 # there (Debian: liburing-dev), linked in statically as the rest; without

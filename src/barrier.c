@@ -148,21 +148,18 @@ static int give_up(struct sqf_waitop *op, int err)
     return err;
 }
 
-/* One look at the awaited phase, r a value of the release word read with
- * ACQ: 0 (released), EPIPE (broken), ETIMEDOUT or the token's error (then,
- * if we had arrived, see give_up), or SQF_OP_SLEEP. */
-static int await_step(struct sqf_waitop *op, uint32_t r)
+/* One look at the awaited phase: 0 (released), EPIPE (broken), the stop
+ * (then, if we had arrived, see give_up), or SQF_OP_SLEEP. */
+static int await_step(struct sqf_waitop *op)
 {
     struct sqf_barrier_wait_ *s = &op->u.barrier;
     sqf_word *rw = ba_release(s->b);
+    int stop = sqf_op_stop(op);    /* before the reads: see waitop.h */
+    uint32_t r = at_load(rw, ACQ); /* ACQ: we may return on a release or break seen here */
     for (;;) {
         if (phase_after(phase_of(r), s->phase)) return 0;
         if (phase_of(r) == s->phase && (r & BA_BROKEN)) return EPIPE;
-        if (s->stop || sqf_op_expired(op)) {
-            /* Decided on the arrival word, read after the clock. */
-            int err = s->stop ? s->stop : ETIMEDOUT;
-            return s->stage == BA_ARRIVED ? give_up(op, err) : err;
-        }
+        if (stop) return s->stage == BA_ARRIVED ? give_up(op, stop) : stop;
         if (op->may_spin && s->yields > 0) {
             s->yields--;
             sqf_wait_yield();
@@ -185,14 +182,12 @@ static int arrive(struct sqf_waitop *op)
 {
     struct sqf_barrier_wait_ *s = &op->u.barrier;
     sqf_word *w = ba_word(s->b);
-    sqf_word *rw = ba_release(s->b);
     uint32_t v = s->v, pos;
     for (;;) {
         if ((v & BA_COUNT) >= s->n) {
             s->stage = BA_FULL;
             s->phase = phase_of(v);
-            /* ACQ: an EPIPE returned on it acquires the break. */
-            int r = await_step(op, at_load(rw, ACQ));
+            int r = await_step(op);
             if (r) return r == SQF_OP_SLEEP ? r : ba_leave(op, r);
             v = at_load(w, RLX); /* released: the count was zeroed first */
             continue;
@@ -212,8 +207,7 @@ static int arrive(struct sqf_waitop *op)
     if (pos < s->n - 1) {
         s->stage = BA_ARRIVED;
         s->phase = phase_of(v);
-        /* ACQ: a release or break seen here is acquired, as we return on it. */
-        int r = await_step(op, at_load(rw, ACQ));
+        int r = await_step(op);
         if (r == SQF_OP_SLEEP) return r;
         if (r == 0 && s->index) *s->index = pos;
         return ba_leave(op, r);
@@ -249,13 +243,10 @@ int sqf_barrier_wait_step_(struct sqf_waitop *op, int how)
         at_add(ba_waiters(b), 1, RLX);   /* before our first change of the word */
         s->v = v;
         s->replaced = 0;
-        s->stop = 0;
         s->yields = BA_YIELDS;
         return arrive(op);
     }
-    if (how == ECANCELED || how == ENOTSUP) s->stop = how;
-    /* ACQ: a release or break seen here is acquired, as we return on it. */
-    int r = await_step(op, at_load(ba_release(b), ACQ));
+    int r = await_step(op);
     if (r == SQF_OP_SLEEP) return r;
     if (s->stage == BA_ARRIVED || r != 0) {
         if (r == 0 && s->stage == BA_ARRIVED && s->index) *s->index = s->pos;

@@ -6,6 +6,7 @@
 
 #include "atomic.h"
 #include "cancel_wait.h"
+#include "waitop.h"
 
 #define TOK_CANCELLED 1u
 #define TOK_WAITERS   2u
@@ -49,6 +50,20 @@ int sqf_cancel_is_cancelled(const sqf_cancel *t)
         }
     }
     return 0;
+}
+
+int sqf_op_stop_now_(const struct sqf_waitop *op)
+{
+    sqf_deadline tok_deadline = SQF_FOREVER;
+    for (const sqf_cancel *t = op->tok; t; t = t->parent) {
+        if (at_load(tok_word(t), ACQ) & TOK_CANCELLED) return ECANCELED;
+        if (t->deadline && t->deadline < tok_deadline) tok_deadline = t->deadline;
+    }
+    /* Both passed: the earlier one took effect first (a tie goes to the
+     * token, as in sqf_sleep_prepare). */
+    sqf_deadline first = tok_deadline <= op->deadline ? tok_deadline : op->deadline;
+    if (first == SQF_FOREVER || sqf_now() < first) return 0;
+    return first == tok_deadline ? ECANCELED : ETIMEDOUT;
 }
 
 int sqf_sleep_prepare(struct sqf_sleep *s, sqf_word *word, uint32_t expected, bool shared,

@@ -64,11 +64,57 @@ static void finish_broadcast(sqf_cond *c, sqf_mutex *m, bool shared)
     }
 }
 
-/* The wait protocol (waitop.h): one sleep on seq (any end of it ends the
- * wait: spurious wake-ups are allowed), then the relock of m, which is the
- * mutex's own protocol, untimed and without the token (m is held again
- * whatever the wait returns). */
+/* The wait protocol (waitop.h): sleep on seq until it moves (a signal or
+ * a broadcast since we began) or a stop, then relock m, which is the
+ * mutex's own protocol and cannot be stopped (m is held again whatever the
+ * wait returns).
+ *
+ * A wait returns 0 only when seq has moved since it began.  Every other end
+ * of a sleep is looked at again: EINTR (a signal, a loop backend's "look
+ * again") and EAGAIN with seq unchanged go back to sleep; a wake-up with
+ * seq unchanged comes from a broadcast older than this wait, whose requeue
+ * (run by the first of its waiters to return) moved every sleeper on seq
+ * onto m, this one too: it may carry a hand-off of m, so it relocks, then
+ * releases m and sleeps on seq again if seq has still not moved. */
 enum { CV_WAIT, CV_RELOCK };
+
+/* Whether seq has not moved since s (REQUEUE aside: a requeue's clearing of
+ * it is no signal); *now is the value read. */
+static bool cv_quiet(sqf_word *seq, uint32_t s, uint32_t *now)
+{
+    *now = at_load(seq, SC);
+    return (*now | CV_REQUEUE) == (s | CV_REQUEUE);
+}
+
+/* Release m and sleep on seq while it holds v, a value read after we were
+ * counted in `waiters` and that shows no signal since we began: a signal
+ * after that read changes seq, and our sleep then ends at once. */
+static int cv_sleep(struct sqf_waitop *op, sqf_cond *c, sqf_mutex *m, uint32_t v)
+{
+    op->stoppable = true;
+    op->u.cond.stage = CV_WAIT;
+    op->word = cv_seq(c);
+    op->expected = v;
+    int e = sqf_mutex_unlock(m);
+    return e ? e : SQF_OP_SLEEP;
+}
+
+/* Set up the relock of m after a sleep on seq that ends the wait with
+ * `result`, or that moved us without a signal (`again`: then look at seq
+ * once m is ours).  The relock's first step follows. */
+static void cv_relock(struct sqf_waitop *op, int result, bool again, bool woken)
+{
+    struct sqf_cond_wait_ *cw = &op->u.cond;
+    cw->stage = CV_RELOCK;
+    cw->result = result;
+    cw->again = again;
+    if (!again) at_sub(cv_waiters(cw->c), 1, REL); /* from here on c may be gone */
+    /* Relock as a thread that has slept: a wake-up on seq may have been
+     * requeued onto m and be a hand-off of m. */
+    op->stoppable = false;
+    cw->relock.m = cw->m;
+    cw->relock.woken = woken;
+}
 
 int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
 {
@@ -83,41 +129,48 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
          * bumps seq after our read sees us and wakes us. */
         at_add(cv_waiters(c), 1, SC);
         cw->s = at_load(seq, SC);
-        int e = sqf_mutex_unlock(m);
-        if (e) {
-            at_sub(cv_waiters(c), 1, REL);
-            return e;
-        }
-        cw->stage = CV_WAIT;
-        op->word = seq;
-        op->expected = cw->s;
         op->shared = shared;
-        return SQF_OP_SLEEP;
+        int r = cv_sleep(op, c, m, cw->s);
+        if (r != SQF_OP_SLEEP) at_sub(cv_waiters(c), 1, REL); /* EPERM: m not held */
+        return r;
     }
     /* Only while we are counted in `waiters` may we touch c: once we
-     * uncount, a signaller may destroy and free it (the relock below
-     * touches only m). */
+     * uncount, a signaller may destroy and free it (the relock touches
+     * only m). */
     if (cw->stage == CV_WAIT) {
         finish_broadcast(c, m, cv_shared(c));
-        /* A time-out or cancellation with seq unchanged saw no signal;
-         * otherwise one may have been meant for us, and returning 0 cannot
-         * lose it.  (ECANCELED also means no signal's wake-up dequeued
-         * us.) */
-        bool quiet = (at_load(seq, ACQ) | CV_REQUEUE) == (cw->s | CV_REQUEUE);
-        cw->result = (how == ETIMEDOUT || how == ECANCELED || how == ENOTSUP) && quiet ? how : 0;
-        at_sub(cv_waiters(c), 1, REL);
-        /* Relock as a thread that has slept: a wake-up on seq may have been
-         * requeued onto m and be a hand-off of m. */
-        cw->stage = CV_RELOCK;
-        op->deadline = SQF_FOREVER;
-        op->tok = NULL;
-        op->cancellable = false;
-        cw->relock.m = m;
-        cw->relock.woken = how == SQF_WAIT_WOKEN;
+        int stop = sqf_op_stop(op); /* before the look at seq: see waitop.h */
+        uint32_t v;
+        bool woken = how == SQF_WAIT_WOKEN;
+        if (!cv_quiet(seq, cw->s, &v)) {
+            cv_relock(op, 0, false, woken);
+        } else if (stop) {
+            /* Seq unchanged: no signal was ours (a stop without a wake-up
+             * consumed none). */
+            cv_relock(op, stop, false, woken);
+        } else if (woken) {
+            cv_relock(op, 0, true, true);
+        } else {
+            /* EINTR, or EAGAIN from the requeue's clearing of REQUEUE:
+             * sleep again, m still released. */
+            op->word = seq;
+            op->expected = v;
+            return SQF_OP_SLEEP;
+        }
         how = SQF_OP_START;
     }
     int r = sqf_mutex_sleep_step_(op, &cw->relock, how);
-    return r == SQF_OP_SLEEP ? r : cw->result;
+    if (r != 0 || !cw->again) return r == SQF_OP_SLEEP ? r : cw->result;
+    /* m is ours again after a move without a signal; still counted. */
+    op->stoppable = true;
+    int stop = sqf_op_stop(op);
+    uint32_t v;
+    bool quiet = cv_quiet(seq, cw->s, &v);
+    if (!quiet || stop) {
+        at_sub(cv_waiters(c), 1, REL);
+        return quiet ? stop : 0;
+    }
+    return cv_sleep(op, c, m, v);
 }
 
 static int cond_wait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *tok)

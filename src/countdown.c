@@ -49,7 +49,7 @@
 #include <squarefree/countdown.h>
 
 #include "atomic.h"
-#include "waitop.h"
+#include "level.h"
 
 /* Bits of the high half (the futex word), and the same as 64-bit masks. */
 #define CD_WAITERS_HI (1u << 0)
@@ -163,62 +163,49 @@ int sqf_countdown_down(sqf_countdown *c)
     return sqf_countdown_down_n(c, 1);
 }
 
-/* A wait that began at generation gen is over: zero now, or zero since it
- * began (and counted up again). */
-static inline bool cd_reached(uint64_t st, uint32_t gen)
+/* The wait (level.h): over once the count is zero, or has been zero since
+ * the wait began (and counted up again: the generation moved).  The
+ * sleepers' futex word is the high half, which holds WAITERS and the
+ * generation; a down that does not reach zero leaves it untouched. */
+static uint64_t cd_load(void *obj)
 {
-    return cd_count(st) == 0 || cd_gen(st) != gen;
+    /* ACQ: a zero seen here synchronises with the downs (point 4). */
+    return at_load64(cd_state(obj), ACQ);
 }
-
-/* The wait protocol (waitop.h).  Counted in `waiters` from our first sleep
- * announcement to the last step, so that destroy sees us. */
-static int cd_leave(sqf_countdown *c, int result)
+static int cd_outcome(uint64_t st, uint32_t gen)
 {
-    /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
-    at_sub(cd_waiters(c), 1, REL);
-    return result;
+    return cd_count(st) == 0 || cd_gen(st) != gen ? 0 : -1;
 }
+static uint32_t cd_level_gen(uint64_t st)
+{
+    return cd_gen(st);
+}
+static bool cd_announce(void *obj, uint64_t *st)
+{
+    /* Announce ourselves in a step that still finds the count non-zero in
+     * our generation (point 1).  ACQ: a failed CAS's value may be the zero
+     * we return on. */
+    if (*st & CD_WAITERS) return true;
+    if (!at_cas64(cd_state(obj), st, *st | CD_WAITERS, ACQ)) return false;
+    *st |= CD_WAITERS;
+    return true;
+}
+static sqf_word *cd_waiters_of(void *obj)
+{
+    return cd_waiters(obj);
+}
+static void cd_sleep_on(void *obj, uint64_t st, struct sqf_waitop *op)
+{
+    op->word = cd_futex(obj);
+    op->expected = cd_high(st);
+    op->shared = (st & CD_SHARED) != 0;
+}
+static const struct sqf_level_kind cd_kind = {cd_load,     cd_outcome,    cd_level_gen,
+                                              cd_announce, cd_waiters_of, cd_sleep_on};
 
 int sqf_countdown_wait_step_(struct sqf_waitop *op, int how)
 {
-    sqf_countdown *c = op->u.countdown.c;
-    sqf_word64 *state = cd_state(c);
-    /* ACQ: a zero seen here synchronises with the downs (point 4). */
-    uint64_t st = at_load64(state, ACQ);
-    if (how == SQF_OP_START) {
-        if (cd_count(st) == 0) return 0;
-        if (sqf_op_expired(op)) {
-            /* A deadline already past: one more look, made after the clock
-             * said so (the count may have reached zero since our read), and
-             * no counting ourselves, so that destroy never sees a phantom
-             * waiter. */
-            return cd_reached(at_load64(state, ACQ), cd_gen(st)) ? 0 : ETIMEDOUT;
-        }
-        op->u.countdown.gen = cd_gen(st);
-        at_add(cd_waiters(c), 1, RLX);
-    }
-    const uint32_t gen = op->u.countdown.gen;
-    /* Cancelled before the count reached zero: leave (a zero wakes every
-     * sleeper, so leaving consumes nothing). */
-    if ((how == ECANCELED || how == ENOTSUP) && !cd_reached(st, gen)) return cd_leave(c, how);
-    for (;;) {
-        if (cd_reached(st, gen)) return cd_leave(c, 0);
-        if (sqf_op_expired(op)) {
-            /* st may be older than the deadline: decide on a read made
-             * after it (the count may have reached zero in between). */
-            st = at_load64(state, ACQ);
-            return cd_leave(c, cd_reached(st, gen) ? 0 : ETIMEDOUT);
-        }
-        /* Announce ourselves in a step that still finds the count non-zero
-         * in our generation (point 1).  ACQ: a failed CAS's value may be
-         * the zero we return on. */
-        if (!(st & CD_WAITERS) && !at_cas64(state, &st, st | CD_WAITERS, ACQ)) continue;
-        /* Sleep while the high half holds our generation with WAITERS. */
-        op->word = cd_futex(c);
-        op->expected = cd_high(st | CD_WAITERS);
-        op->shared = (st & CD_SHARED) != 0;
-        return SQF_OP_SLEEP;
-    }
+    return sqf_level_wait_step_(op, how, &cd_kind, op->u.countdown.c, &op->u.countdown.gen);
 }
 
 static int wait_slow(sqf_countdown *c, sqf_deadline deadline, const sqf_cancel *tok)

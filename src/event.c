@@ -5,7 +5,7 @@
 #include <squarefree/event.h>
 
 #include "atomic.h"
-#include "waitop.h"
+#include "level.h"
 
 #define EV_SET     SQF_EVENT_SET_
 #define EV_WAITERS (1u << 1)
@@ -59,50 +59,44 @@ int sqf_event_clear(sqf_event *e)
     return 0;
 }
 
-/* A wait that began at generation gen is over: set now, or set since it
- * began (and cleared again). */
-static inline bool ev_reached(uint32_t v, uint32_t gen)
+/* The wait (level.h): over once the event is set, or has been set since
+ * the wait began (and cleared again: the generation moved). */
+static uint64_t ev_load(void *obj)
 {
-    return (v & EV_SET) || (v >> 3) != gen;
+    return at_load(ev_word(obj), ACQ);
 }
-
-/* The wait protocol (waitop.h).  Counted in `waiters` from the first step
- * to the last, so that destroy sees us. */
-static int ev_leave(sqf_event *e, int result)
+static int ev_outcome(uint64_t v, uint32_t gen)
 {
-    /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
-    at_sub(ev_waiters(e), 1, REL);
-    return result;
+    return (v & EV_SET) || (uint32_t)(v >> 3) != gen ? 0 : -1;
 }
+static uint32_t ev_gen(uint64_t v)
+{
+    return (uint32_t)(v >> 3);
+}
+static bool ev_announce(void *obj, uint64_t *st)
+{
+    uint32_t v = (uint32_t)*st;
+    /* ACQ: on failure v may show the event set, and we return on it. */
+    bool ok = (v & EV_WAITERS) || at_cas(ev_word(obj), &v, v | EV_WAITERS, ACQ);
+    *st = ok ? (v | EV_WAITERS) : v;
+    return ok;
+}
+static sqf_word *ev_waiters_of(void *obj)
+{
+    return ev_waiters(obj);
+}
+static void ev_sleep_on(void *obj, uint64_t st, struct sqf_waitop *op)
+{
+    op->word = ev_word(obj);
+    op->expected = (uint32_t)st;
+    op->shared = st & EV_SHARED;
+}
+static const struct sqf_level_kind ev_kind = {ev_load,     ev_outcome,    ev_gen,
+                                              ev_announce, ev_waiters_of, ev_sleep_on};
 
 int sqf_event_wait_step_(struct sqf_waitop *op, int how)
 {
-    sqf_event *e = op->u.event.e;
-    sqf_word *w = ev_word(e);
-    uint32_t v = at_load(w, ACQ);
-    if (how == SQF_OP_START) {
-        if (v & EV_SET) return 0;
-        op->u.event.gen = v >> 3;
-        at_add(ev_waiters(e), 1, RLX);
-    }
-    const uint32_t gen = op->u.event.gen;
-    /* Cancelled before the event was set: leave (a set wakes everyone, so
-     * leaving consumes nothing). */
-    if ((how == ECANCELED || how == ENOTSUP) && !ev_reached(v, gen)) return ev_leave(e, how);
-    for (;;) {
-        if (ev_reached(v, gen)) return ev_leave(e, 0);
-        if (sqf_op_expired(op)) {
-            /* v may be older than the deadline (a set may have come between
-             * our read and it): decide on a read made after it. */
-            v = at_load(w, ACQ);
-            return ev_leave(e, ev_reached(v, gen) ? 0 : ETIMEDOUT);
-        }
-        if (!(v & EV_WAITERS) && !at_cas(w, &v, v | EV_WAITERS, ACQ)) continue;
-        op->word = w;
-        op->expected = v | EV_WAITERS;
-        op->shared = v & EV_SHARED;
-        return SQF_OP_SLEEP;
-    }
+    return sqf_level_wait_step_(op, how, &ev_kind, op->u.event.e, &op->u.event.gen);
 }
 
 static int wait_slow(sqf_event *e, sqf_deadline deadline, const sqf_cancel *tok)

@@ -11,7 +11,7 @@
 #include <squarefree/latch.h>
 
 #include "atomic.h"
-#include "waitop.h"
+#include "level.h"
 
 #define LA_WAITERS (1u << 0)
 #define LA_BROKEN  SQF_LATCH_BROKEN_
@@ -112,47 +112,45 @@ int sqf_latch_abort(sqf_latch *l)
     return 0;
 }
 
-/* The wait protocol (waitop.h).  Counted in `waiters` from the first step
- * to the last, so that destroy sees us. */
-static int la_leave(sqf_latch *l, int result)
+/* The wait (level.h): over once the latch is open or broken. */
+static uint64_t la_load(void *obj)
 {
-    /* REL: pairs with destroy's ACQ load; after this we touch nothing. */
-    at_sub(la_waiters(l), 1, REL);
-    return result;
+    return at_load(la_word(obj), ACQ);
 }
+static int la_level_outcome(uint64_t v, uint32_t gen)
+{
+    (void)gen;
+    return la_outcome((uint32_t)v);
+}
+static uint32_t la_gen(uint64_t v)
+{
+    (void)v;
+    return 0;
+}
+static bool la_announce(void *obj, uint64_t *st)
+{
+    uint32_t v = (uint32_t)*st;
+    /* ACQ: on failure v may show the latch open, and we return on it. */
+    bool ok = (v & LA_WAITERS) || at_cas(la_word(obj), &v, v | LA_WAITERS, ACQ);
+    *st = ok ? (v | LA_WAITERS) : v;
+    return ok;
+}
+static sqf_word *la_waiters_of(void *obj)
+{
+    return la_waiters(obj);
+}
+static void la_sleep_on(void *obj, uint64_t st, struct sqf_waitop *op)
+{
+    op->word = la_word(obj);
+    op->expected = (uint32_t)st;
+    op->shared = (st & LA_SHARED) != 0;
+}
+static const struct sqf_level_kind la_kind = {la_load,     la_level_outcome, la_gen,
+                                              la_announce, la_waiters_of,    la_sleep_on};
 
 int sqf_latch_wait_step_(struct sqf_waitop *op, int how)
 {
-    sqf_latch *l = op->u.latch.l;
-    sqf_word *w = la_word(l);
-    uint32_t v = at_load(w, ACQ);
-    int result = la_outcome(v);
-    if (how == SQF_OP_START) {
-        if (result >= 0) return result;
-        at_add(la_waiters(l), 1, RLX);
-    }
-    /* Cancelled while still pending: leave (opening wakes everyone, so
-     * leaving consumes nothing). */
-    if ((how == ECANCELED || how == ENOTSUP) && result < 0) return la_leave(l, how);
-    for (;;) {
-        result = la_outcome(v);
-        if (result >= 0) return la_leave(l, result);
-        if (sqf_op_expired(op)) {
-            /* v may be older than the deadline: decide on a read made
-             * after it (the latch may have opened in between). */
-            result = la_outcome(at_load(w, ACQ));
-            return la_leave(l, result >= 0 ? result : ETIMEDOUT);
-        }
-        /* ACQ: on failure v may show the latch open, and we return on it. */
-        if (!(v & LA_WAITERS) && !at_cas(w, &v, v | LA_WAITERS, ACQ)) continue;
-        /* Sleep only while the word still holds v | WAITERS; whatever the
-         * sleep returns (woken, EAGAIN, time-out, signal), re-read and
-         * decide. */
-        op->word = w;
-        op->expected = v | LA_WAITERS;
-        op->shared = (v & LA_SHARED) != 0;
-        return SQF_OP_SLEEP;
-    }
+    return sqf_level_wait_step_(op, how, &la_kind, op->u.latch.l, &op->u.latch.gen);
 }
 
 static int wait_slow(sqf_latch *l, sqf_deadline deadline, const sqf_cancel *tok)

@@ -10,10 +10,13 @@
  * io_uring (src/loop/uring.c) and the fallback on the user-space futex
  * (src/loop/fallback.c).
  *
- * Before every sleep the driver checks the op's own cancel request, then
- * its token and deadline (in sqf_sleep_prepare), so a backend may end any
- * sleep early with -EINTR ("look again") and the step still learns
- * ECANCELED or ETIMEDOUT from the checks a thread's sleep makes.
+ * Stops (waitop.h): sqf_loop_cancel records ECANCELED in the op's stop
+ * field at once, unless its deadline or token had stopped it already (then
+ * that stop stands: the first to take effect wins), and asks the backend to
+ * end the sleep; the callback then gets what the blocking call would have
+ * returned had it been stopped at that moment.  A backend may end any sleep
+ * early with -EINTR ("look again"): the step asks sqf_op_stop, which reads
+ * the clock and the token as a thread's sleep would have.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -94,19 +97,21 @@ const char *sqf_loop_backend(sqf_loop *loop)
 static int run_sleeps(struct loop_op *o)
 {
     for (;;) {
-        int how = o->cancel_requested && o->w.cancellable
-                      ? ECANCELED
-                      : sqf_sleep_prepare(&o->sleep, o->w.word, o->w.expected, o->w.shared,
-                                          o->w.deadline, o->w.tok);
+        /* A stop already recorded (sqf_loop_cancel); the deadline and the
+         * token are checked in preparing the sleep. */
+        int how = o->w.stoppable ? o->w.stop : 0;
+        if (!how)
+            how = sqf_sleep_prepare(&o->sleep, o->w.word, o->w.expected, o->w.shared,
+                                    sqf_op_sleep_deadline(&o->w), sqf_op_sleep_tok(&o->w));
         if (how == 0) {
             int r = o->loop->be->sleep(o->loop, o);
             if (r == 0) {
                 o->state = OP_SLEEPING;
                 return EINPROGRESS;
             }
-            how = sqf_sleep_result(&o->sleep, o->w.tok, r);
+            how = sqf_sleep_result(&o->sleep, sqf_op_sleep_tok(&o->w), r);
         }
-        int r = o->step(&o->w, how);
+        int r = o->step(&o->w, sqf_op_ended(&o->w, how));
         if (r != SQF_OP_SLEEP) return r;
     }
 }
@@ -147,7 +152,8 @@ static int go(struct loop_op *o)
 static void sleep_ended(struct sqf_loop *loop, struct loop_op *o, int ended)
 {
     o->state = OP_IDLE;
-    int r = o->step(&o->w, sqf_sleep_result(&o->sleep, o->w.tok, ended));
+    int r = o->step(
+        &o->w, sqf_op_ended(&o->w, sqf_sleep_result(&o->sleep, sqf_op_sleep_tok(&o->w), ended)));
     if (r == SQF_OP_SLEEP) r = run_sleeps(o);
     if (r == EINPROGRESS) return;
     loop->pending--;
@@ -176,6 +182,9 @@ int sqf_loop_cancel(sqf_loop *loop, sqf_loop_op *op)
     if (o->loop != loop || o->state != OP_SLEEPING) return ENOENT;
     if (o->cancel_requested) return 0; /* asked already */
     o->cancel_requested = true;
+    /* The stop takes effect now, unless one already has (a deadline or
+     * token that passed while nobody dispatched). */
+    sqf_op_cancel(&o->w);
     loop->be->cancel(loop, o);
     return 0;
 }

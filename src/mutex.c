@@ -261,13 +261,11 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
         mw->since = sqf_now();
         mw->starver = false;
         mw->spin = mw->woken; /* spin once after each wake-up before sleeping again */
-        mw->cancelled = 0;
     } else {
+        /* A stop without a wake-up (a time-out, a cancel) consumed none of
+         * the unlocks' wake-ups: leave after one more look at the word. */
         mw->woken = how == SQF_WAIT_WOKEN;
         mw->spin = mw->woken;
-        /* ECANCELED means no unlock's wake-up dequeued us: leave as a
-         * time-out does (after one more look at the word). */
-        if (how == ECANCELED || how == ENOTSUP) mw->cancelled = how;
     }
     /* A wake-up has landed (perhaps the one WOKEN announces).  Our next
      * change of the word clears WOKEN, letting unlocks wake again: only then
@@ -276,6 +274,7 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
      * most a spare wake-up. */
     uint32_t clr = mw->woken && !shared ? MU_WOKEN : 0;
     for (;;) {
+        int stop = sqf_op_stop(op); /* before the read: see waitop.h */
         uint32_t v = at_load(w, RLX);
         uint32_t mine = (mw->starver ? MU_STARVING : 0) | clr;
         if (mw->woken && (v & MU_HANDOFF) && !(v & MU_TURN)) {
@@ -290,13 +289,13 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
             continue;
         }
         sqf_deadline now = sqf_now();
-        if (now >= op->deadline || mw->cancelled) {
+        if (stop) {
             /* If we consumed a wake-up, the unlock that sent it may have
              * cleared PARKED: set it again so the next unlock wakes another
              * sleeper in our place.  Give up our STARVING bit. */
             uint32_t want = (v | (mw->woken ? MU_PARKED : 0)) & ~mine;
             if (want != v && !at_cas(w, &v, want, RLX)) continue;
-            return mw->cancelled ? mw->cancelled : ETIMEDOUT;
+            return stop;
         }
         if (mw->spin && !mw->starver) {
             /* Woken, but a running thread barged in first.  Sleeping again
@@ -304,8 +303,8 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
              * wake and sleep (with two threads: no parallelism at all); spin
              * like a new arrival.  PARKED, because others may still sleep. */
             mw->spin = false;
-            if (op->may_spin &&
-                wait_awake(w, op->deadline, MU_PARKED, now - mw->since > MU_STARVE_NS, clr))
+            if (op->may_spin && wait_awake(w, sqf_op_sleep_deadline(op), MU_PARKED,
+                                           now - mw->since > MU_STARVE_NS, clr))
                 return 0;
             continue;
         }
@@ -335,8 +334,8 @@ int sqf_mutex_lock_step_(struct sqf_waitop *op, int how)
     if (how == SQF_OP_START) {
         sqf_word *w = mu_word(mw->m);
         if (try_take(w)) return 0;
-        if (op->may_spin && !sqf_cancel_is_cancelled(op->tok) &&
-            wait_awake(w, op->deadline, 0, false, 0))
+        if (op->may_spin && !sqf_op_stop(op) &&
+            wait_awake(w, sqf_op_sleep_deadline(op), 0, false, 0))
             return 0;
         mw->woken = false;
     }

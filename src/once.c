@@ -55,11 +55,10 @@ static void run_cancelled(void *arg)
  * the reason no event-loop form of once exists. */
 int sqf_once_run_step_(struct sqf_waitop *op, int how)
 {
+    (void)how; /* every end of a sleep means: look again */
     sqf_word *w = once_word(op->u.once.o);
+    int stop = sqf_op_stop(op); /* before the read: see waitop.h */
     uint32_t v = at_load(w, ACQ);
-    /* Cancelled while another caller still runs fn: give up.  (The end of
-     * a run wakes every sleeper, so leaving consumes nothing.) */
-    if ((how == ECANCELED || how == ENOTSUP) && (v & ONCE_RUNNING)) return how;
     for (;;) {
         if (v & ONCE_DONE) return 0; /* ACQ load: fn's writes are visible */
         if (!(v & ONCE_RUNNING)) {
@@ -78,14 +77,11 @@ int sqf_once_run_step_(struct sqf_waitop *op, int how)
             finish_run(w, r == 0 ? (end.shared | ONCE_DONE) : end.shared);
             return r;
         }
-        /* Another caller runs fn.  A passed deadline means no waiting, on a
-         * look made after the clock said so: the run may have ended (or
-         * failed, leaving it to us) since our read. */
-        if (sqf_op_expired(op)) {
-            v = at_load(w, ACQ);
-            if (v & ONCE_RUNNING) return ETIMEDOUT;
-            continue;
-        }
+        /* Another caller runs fn.  Stopped: give up waiting (a stop ends
+         * only the waiting: a stopped caller that finds the run unclaimed
+         * still runs fn).  The end of a run wakes every sleeper, so leaving
+         * consumes nothing. */
+        if (stop) return stop;
         if (!(v & ONCE_SLEEPERS)) {
             /* Announce that we will sleep, so that the run's end wakes us.
              * ACQ, for the failure ordering: a failed CAS may have read
@@ -95,8 +91,8 @@ int sqf_once_run_step_(struct sqf_waitop *op, int how)
         }
         /* Sleep only while the word still holds v: an exchange by the
          * runner in between makes the sleep end at once (EAGAIN).  Whatever
-         * it returns (woken, EAGAIN, a time-out, a signal), re-read and
-         * decide again: a time-out is noticed by the deadline check. */
+         * it returns (woken, EAGAIN, a stop, a signal), re-read and decide
+         * again. */
         op->word = w;
         op->expected = v;
         op->shared = (v & ONCE_SHARED) != 0;

@@ -419,12 +419,11 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
     if (how == SQF_OP_START) {
         w->registered = false;
         w->owner = false;
-        w->stop = 0;
         w->spins = op->may_spin && sqf_ncpu() > 1 ? Q_SPINS : 0;
-    } else {
-        if (how == ECANCELED || how == ENOTSUP) w->stop = how;
     }
     for (;;) {
+        /* Before the looks: a stop is decided on a look made after it. */
+        int stop = sqf_op_stop(op);
         /* seq before HUNGRY: a deferring waiter that sees HUNGRY set read
          * seq before the owner, clearing it, read seq to wake it.  SC:
          * the look that follows must come after v, even when v was
@@ -472,14 +471,14 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             }
             return r;
         }
-        if (w->stop || sqf_op_expired(op)) {
+        if (stop) {
             if (w->registered) { /* uncounted, look once more */
                 at_sub(sleep, 1, RLX);
                 w->registered = false;
                 continue;
             }
             leave(q, w, push);
-            return w->stop ? w->stop : ETIMEDOUT;
+            return stop;
         }
         if (w->spins) {
             w->spins--;
@@ -491,10 +490,6 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             at_fence(SC); /* our count before our next look: see the file comment */
             w->registered = true;
             w->since = sqf_now();
-            continue;
-        }
-        if (sqf_cancel_is_cancelled(op->tok)) {
-            w->stop = ECANCELED;
             continue;
         }
         if (!(hv & H_HUNGRY) && sqf_now() - w->since > SQF_QUEUE_STARVE_NS) {

@@ -117,14 +117,13 @@ int sqf_robust_lock_step_(struct sqf_waitop *op, int how)
         if ((at_load(w, RLX) & RB_TID) == op->u.robust.tid) return EDEADLK;
         op->u.robust.waited = false;
         pending(op->u.robust.head, m); /* from before our id can be in the word */
-    } else if (how == ETIMEDOUT || how == ECANCELED || how == ENOTSUP) {
-        /* Not woken (those results consume nothing): leave.  WAITERS stays
-         * for whoever else sleeps. */
-        pending(op->u.robust.head, NULL);
-        return how;
     } else if (how == SQF_WAIT_WOKEN) {
         op->u.robust.waited = true;
     }
+    /* Stopped (a stop that no unlock's wake-up beat consumes nothing): one
+     * more look at the word, read after sqf_op_stop said so, then leave.
+     * WAITERS stays for whoever else sleeps. */
+    int stop = sqf_op_stop(op);
     uint32_t v = at_load(w, RLX);
     for (;;) {
         if (!(v & RB_TID)) { /* free, or its holder died */
@@ -133,9 +132,9 @@ int sqf_robust_lock_step_(struct sqf_waitop *op, int how)
             if (at_cas(w, &v, want, ACQ)) return taken(m, op->u.robust.head, v);
             continue;
         }
-        if (op->deadline != SQF_FOREVER && sqf_op_expired(op)) {
+        if (stop) {
             pending(op->u.robust.head, NULL);
-            return op->deadline == 0 ? EBUSY : ETIMEDOUT; /* (0: trylock) */
+            return stop == ETIMEDOUT && op->deadline == 0 ? EBUSY : stop; /* (0: trylock) */
         }
         if (!(v & RB_WAITERS) && !at_cas(w, &v, v | RB_WAITERS, RLX)) continue;
         op->word = w;

@@ -172,6 +172,7 @@ static int read_step(struct sqf_waitop *op)
     sqf_word64 *s = st(l);
     const bool shared = is_shared(l);
     for (;;) {
+        int stop = sqf_op_stop(op); /* before the reads: see waitop.h */
         uint32_t seq = at_load(rq(l), ACQ);
         uint64_t v =
             at_load64(s, ACQ); /* ACQ: the last writer's writes happen-before our section */
@@ -184,8 +185,8 @@ static int read_step(struct sqf_waitop *op)
                 if (want & RW_HANDOFF) pass_turn(l, shared);
                 return 0;
             }
-            if (rs->stop || sqf_op_expired(op)) {
-                if (at_cas64(s, &v, v - RW_PUNIT, RLX)) return rs->stop ? rs->stop : ETIMEDOUT;
+            if (stop) {
+                if (at_cas64(s, &v, v - RW_PUNIT, RLX)) return stop;
                 continue;
             }
         } else {
@@ -196,17 +197,10 @@ static int read_step(struct sqf_waitop *op)
                 if (at_cas64(s, &v, v + RW_RUNIT, ACQ)) return 0;
                 continue;
             }
-            if (rs->stop) return rs->stop;
             /* A writer holds the lock or waits for the readers inside: do
-             * not barge past it.  A passed deadline means "try once", on a
-             * look made after the clock said so (the writer may have left
-             * since). */
-            if (sqf_op_expired(op)) {
-                v = at_load64(s, RLX);
-                if (v & RW_WRITER) return ETIMEDOUT;
-                continue;
-            }
-            if (sqf_cancel_is_cancelled(op->tok)) return ECANCELED;
+             * not barge past it.  Stopped: give up (a deadline already past
+             * means "try once"). */
+            if (stop) return stop;
             if (at_cas64(s, &v, v + RW_PUNIT, RLX)) {
                 rs->registered = true;
                 rs->epoch = (uint32_t)(v >> 32);
@@ -225,10 +219,7 @@ int sqf_rwlock_rdlock_step_(struct sqf_waitop *op, int how)
     struct sqf_rwlock_wait_ *rs = &op->u.rwlock;
     if (how == SQF_OP_START) {
         rs->stage = RW_READ;
-        rs->stop = 0;
         rs->registered = false;
-    } else if (how == ECANCELED || how == ENOTSUP) {
-        rs->stop = how;
     }
     return read_step(op);
 }
@@ -289,10 +280,13 @@ static int drain_step(struct sqf_waitop *op, uint64_t v)
     sqf_rwlock *l = op->u.rwlock.l;
     sqf_word64 *s = st(l);
     const bool shared = is_shared(l);
-    int stop = op->u.rwlock.stop; /* the token stopped us: give the turn up as a time-out does */
+    /* Stopped: give the turn up.  v may be older than the stop; the CAS
+     * below then fails and we look again, so the decision stands on the
+     * state as it is after it. */
+    int stop = sqf_op_stop(op);
     for (;;) {
         if (readers_in(v) == 0) return 0;
-        if (stop || sqf_op_expired(op)) {
+        if (stop) {
             uint64_t want = (v & RW_WSLEEP) ? (v | RW_HANDOFF) : (v & ~(uint64_t)RW_WRITER);
             /* AR: on failure v is re-read with ACQ, and may show
              * READERS == 0, on which we return 0 holding the lock. */
@@ -301,7 +295,7 @@ static int drain_step(struct sqf_waitop *op, uint64_t v)
                 pass_turn(l, shared);
             else if (pending(v))
                 wake_readers(l, shared);
-            return stop ? stop : ETIMEDOUT;
+            return stop;
         }
         op->word = st_futex(l);
         op->expected = (uint32_t)v;
@@ -356,28 +350,23 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
     sqf_word64 *s = st(l);
     if (how == SQF_OP_START) {
         rs->stage = RW_QUEUE;
-        rs->stop = 0;
         rs->woken = false; /* returned from a wake-up: may claim a HANDOFF */
         rs->owed_seen = false;
-        rs->until = op->deadline;
     } else {
-        op->deadline = rs->until; /* a stall check may have brought the sleep's forward */
-        if (how == ECANCELED || how == ENOTSUP) rs->stop = how;
+        op->recheck = SQF_FOREVER; /* set again at each sleep that needs it */
         if (rs->stage == RW_DRAIN) return drain_step(op, at_load64(s, ACQ));
         rs->woken = how == SQF_WAIT_WOKEN;
     }
     for (;;) {
+        int stop = sqf_op_stop(op); /* before the reads: see waitop.h */
         uint32_t seq = at_load(wq(l), ACQ);
         uint64_t v = at_load64(s, ACQ);
         if (!(v & RW_WRITER) && pending(v) == 0) {
             /* The turn is free.  With readers inside, take it only if we
-             * may wait for them: a passed deadline means "try once", and
-             * taking the turn only to give it back would stall readers. */
-            if (readers_in(v) && sqf_op_expired(op)) {
-                v = at_load64(s, ACQ); /* still free with readers inside? */
-                if (!(v & RW_WRITER) && pending(v) == 0 && readers_in(v)) return ETIMEDOUT;
-                continue;
-            }
+             * may wait for them: stopped (a deadline already past means
+             * "try once"), taking the turn only to give it back would stall
+             * readers. */
+            if (readers_in(v) && stop) return stop;
             if (at_cas64(s, &v, v | RW_WRITER, ACQ)) return start_drain(op, v | RW_WRITER);
             continue;
         }
@@ -390,13 +379,7 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
         }
         /* Another writer has the turn, or released readers are owed theirs
          * (WRITER clear, PENDING > 0): sleep until a hand-off. */
-        if (rs->stop) return rs->stop; /* not dequeued by a hand-off: nothing consumed */
-        if (sqf_op_expired(op)) {
-            v = at_load64(s, ACQ); /* still not ours to take? */
-            if (((v & RW_WRITER) || pending(v)) && !(rs->woken && (v & RW_HANDOFF)))
-                return ETIMEDOUT;
-            continue;
-        }
+        if (stop) return stop; /* not dequeued by a hand-off: nothing consumed */
         /* While readers are waiting or owed, look again every
          * SQF_RWLOCK_STALL_NS: if the turn's end releases them and they
          * never claim their places, no hand-off will come. */
@@ -414,7 +397,7 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
         op->word = wq(l);
         op->expected = seq;
         op->shared = is_shared(l);
-        if (check < op->deadline) op->deadline = check;
+        op->recheck = check;
         return SQF_OP_SLEEP;
     }
 }

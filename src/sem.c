@@ -172,10 +172,11 @@ int sqf_sem_acquire_step_(struct sqf_waitop *op, int how)
     uint64_t st;
     if (how == SQF_OP_START) {
         if (take(state)) return 0;
-        /* A deadline already past: one more try, on a read made after the
-         * clock said so (a permit may have come since), and return before
-         * counting ourselves, so that no release pays for a futile wake. */
-        if (sqf_op_expired(op)) return take(state) ? 0 : ETIMEDOUT;
+        /* Stopped already (a deadline already past): one more try, on a
+         * read made after sqf_op_stop said so (a permit may have come
+         * since), and return before counting ourselves, so that no release
+         * pays for a futile wake. */
+        if (sqf_op_stop(op)) return take(state) ? 0 : op->stop;
         /* Count ourselves in, in a step that finds the value 0; if a permit
          * arrived meanwhile, take it instead.  Any release after this step
          * in the state word's modification order sees us counted (see the
@@ -192,21 +193,19 @@ int sqf_sem_acquire_step_(struct sqf_waitop *op, int how)
         /* A release's wake-up carries no permit: the permit is in the value,
          * taken by CAS.  So after every sleep, whatever it returned, we
          * look: a thread woken at its deadline still takes the permit it
-         * was woken for, and one that leaves (time-out, or ECANCELED /
-         * ENOTSUP: no release's wake-up dequeued it) consumes nothing.
-         * Leave the count in the same step that takes a permit or, when
-         * leaving, that finds none; else sleep again.  AR: ACQ takes the
-         * permit's writes; REL (also on the leaving path) pairs with
-         * destroy's ACQ load: our accesses to *s end here.  (A WOKEN return
-         * whose deadline has passed comes back with ETIMEDOUT from the next
-         * sleep, which then ends at once.) */
-        bool leaving = how == ETIMEDOUT || how == ECANCELED || how == ENOTSUP;
+         * was woken for, and one that leaves (stopped: a time-out, or a
+         * cancel that no release's wake-up beat) consumes nothing.  Leave
+         * the count in the same step that takes a permit or, when leaving,
+         * that finds none; else sleep again.  AR: ACQ takes the permit's
+         * writes; REL (also on the leaving path) pairs with destroy's ACQ
+         * load: our accesses to *s end here. */
+        int stop = sqf_op_stop(op); /* before the read: see waitop.h */
         st = at_load64(state, RLX);
         for (;;) {
             if (sem_value(st) != 0) {
                 if (at_cas64(state, &st, st - 1 - SEM_WAITER, AR)) return 0;
-            } else if (leaving) {
-                if (at_cas64(state, &st, st - SEM_WAITER, REL)) return how;
+            } else if (stop) {
+                if (at_cas64(state, &st, st - SEM_WAITER, REL)) return stop;
             } else {
                 break;
             }

@@ -5,7 +5,15 @@
  *    reports it).
  * 2. Producers and consumers on a bounded count with one signal per item,
  *    consumers using untimed and very short timed waits at random: every
- *    item is consumed exactly once and nobody stays asleep. */
+ *    item is consumed exactly once and nobody stays asleep.
+ * 3. No wake-up from nowhere: waiters with deadlines and tokens (some
+ *    cancelled, some expiring) against a notifier that signals or
+ *    broadcasts under the mutex and counts each under it.  A wait that
+ *    returns 0 must find the count moved since it began: cond.h allows a
+ *    return of 0 only after a signal or broadcast made since the wait
+ *    began.  (A broadcast's requeue moves every sleeper it finds, also
+ *    those that arrived after it; such a waiter must sleep again.) */
+#include <squarefree/cancel.h>
 #include <squarefree/cond.h>
 
 #include "atomic.h"
@@ -124,11 +132,81 @@ static void producers_consumers(void)
     printf("timed waits that expired: %u\n", at_load(&timed_out, RLX));
 }
 
+enum { NOWHERE_WAITERS = 6 };
+static long notes; /* guarded by mu: signals and broadcasts made */
+static sqf_word nowhere_stop;
+static sqf_word nowhere_zeros, nowhere_spurious, nowhere_stops;
+
+static void *nowhere_waiter(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u;
+    while (!at_load(&nowhere_stop, ACQ)) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = seed >> 16;
+        sqf_cancel tok;
+        const sqf_cancel *t = NULL;
+        sqf_deadline d = sqf_after((r & 1 ? r % 200 : 300) * SQF_US);
+        if (r & 2) {
+            sqf_cancel_init(&tok, NULL, r & 4 ? sqf_after(r % 150 * SQF_US) : SQF_FOREVER);
+            t = &tok;
+        }
+        CHECK_EQ(sqf_mutex_lock(&mu), 0);
+        long before = notes;
+        if (t && (r & 8)) sqf_cancel_cancel(&tok); /* cancelled before it sleeps */
+        int e = sqf_cond_wait_until(&cv, &mu, d, t);
+        CHECK(e == 0 || e == ETIMEDOUT || (t && e == ECANCELED));
+        if (e == 0) {
+            at_add(&nowhere_zeros, 1, RLX);
+            if (notes == before) at_add(&nowhere_spurious, 1, RLX);
+        } else {
+            at_add(&nowhere_stops, 1, RLX);
+        }
+        CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+    }
+    return NULL;
+}
+
+static void no_wake_from_nowhere(void)
+{
+    at_store(&nowhere_stop, 0, RLX);
+    pthread_t w[NOWHERE_WAITERS];
+    for (int i = 0; i < NOWHERE_WAITERS; i++)
+        pthread_create(&w[i], NULL, nowhere_waiter, (void *)(uintptr_t)(i + 1));
+    unsigned seed = 99;
+    sqf_deadline end = sqf_after(soak(2) * SQF_SEC);
+    while (sqf_now() < end) {
+        seed = seed * 1103515245u + 12345u;
+        for (volatile unsigned spin = (seed >> 16) % 20000; spin > 0; spin--) {
+        }
+        CHECK_EQ(sqf_mutex_lock(&mu), 0);
+        notes++;
+        if ((seed >> 8) % 3 == 0)
+            CHECK_EQ(sqf_cond_broadcast(&cv), 0);
+        else
+            CHECK_EQ(sqf_cond_signal(&cv), 0);
+        CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+    }
+    CHECK_EQ(sqf_mutex_lock(&mu), 0);
+    notes++;
+    at_store(&nowhere_stop, 1, REL);
+    CHECK_EQ(sqf_cond_broadcast(&cv), 0);
+    CHECK_EQ(sqf_mutex_unlock(&mu), 0);
+    for (int i = 0; i < NOWHERE_WAITERS; i++)
+        pthread_join(w[i], NULL);
+    printf("waits that returned 0: %u (from nowhere: %u); stopped: %u\n",
+           at_load(&nowhere_zeros, RLX), at_load(&nowhere_spurious, RLX),
+           at_load(&nowhere_stops, RLX));
+    CHECK_EQ(at_load(&nowhere_spurious, RLX), 0);
+    CHECK(at_load(&nowhere_zeros, RLX) > 0 && at_load(&nowhere_stops, RLX) > 0);
+    CHECK_EQ(sqf_cond_destroy(&cv), 0);
+}
+
 int main(void)
 {
     watchdog(120);
     for (long i = 0, n = soak(1); i < n; i++)
         broadcast_rounds();
     producers_consumers();
+    no_wake_from_nowhere();
     return check_done();
 }

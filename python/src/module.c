@@ -93,23 +93,26 @@ static void gil_take_back(PyThreadState *ts)
 }
 
 /* Run a wait protocol to its end: the GIL is released while asleep; a
- * signal handler that raises stops the wait (fed to the step as a
- * cancellation).  Returns the step's result; *raised is set if an
- * exception is pending (the caller gives back what the wait took, if
- * anything, and returns NULL). */
+ * signal handler that raises stops the wait (a cancellation that takes
+ * effect then, as the loop driver's sqf_loop_cancel does), and one that
+ * does not raise is no event at all: the step looks again and sleeps on.
+ * Returns the step's result; *raised is set if an exception is pending
+ * (the caller gives back what the wait took, if anything, and returns
+ * NULL). */
 static int run_wait(struct sqf_waitop *op, sqf_step_fn step, int *raised)
 {
     *raised = 0;
     int r = step(op, SQF_OP_START); /* the fast path: no sleep, GIL kept */
     while (r == SQF_OP_SLEEP) {
         PyThreadState *ts = gil_release(); /* the GIL released while asleep */
-        int how = sqf_wait_cancellable(op->word, op->expected, op->deadline, op->shared, op->tok);
+        int how = sqf_wait_cancellable(op->word, op->expected, sqf_op_sleep_deadline(op),
+                                       op->shared, sqf_op_sleep_tok(op));
         gil_take_back(ts);
         if (how == EINTR && !*raised && PyErr_CheckSignals() < 0) {
             *raised = 1;
-            if (op->cancellable) how = ECANCELED;
+            sqf_op_cancel(op);
         }
-        r = step(op, how);
+        r = step(op, sqf_op_ended(op, how));
     }
     return r;
 }
