@@ -8,7 +8,9 @@
  * unlock, which wakes another, happens in these too); and, with a long
  * critical section, the watcher offering its CPU, its yield timed for late
  * wake-ups.  (An unlock that finds the yielding watcher late is reached in
- * explore_race.) */
+ * explore_race.)  And a time-out decided on the lock word as it is after
+ * the deadline: a timed locker that returns ETIMEDOUT found the lock held
+ * at its deadline. */
 #include <errno.h>
 
 #include <squarefree.h>
@@ -133,6 +135,43 @@ static const char *check_combine(void)
     return NULL;
 }
 
+/* Thread 0 holds the lock for a while and notes the time right after its
+ * unlock; thread 1 locks with a deadline.  Only they use the lock, so a
+ * time-out is right only if the unlock came at or after the deadline: had
+ * it come before, a look at the word made after the deadline finds the lock
+ * free.  (A property check: the window in which a decision on a read made
+ * before the clock would break it is one step wide and needs a sleeper's
+ * spurious return inside it, so this case rarely reaches it.) */
+static sqf_deadline freed_at, deadline1;
+static int result1;
+
+static void body_deadline(int id, void *arg)
+{
+    (void)arg;
+    int hold = 2 + (int)(explore_seed / 7 % 40);
+    if (id == 0) {
+        EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
+        critical_for(hold);
+        EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
+        freed_at = sqf_now();
+    } else {
+        deadline1 = sqf_after((int64_t)(5 + explore_seed / 11 % 40) * 1000);
+        result1 = sqf_mutex_timedlock(&mu, deadline1);
+        EXPLORE_REQUIRE(result1 == 0 || result1 == ETIMEDOUT);
+        if (result1 == 0) {
+            critical();
+            EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
+        }
+    }
+}
+
+static const char *check_deadline(void)
+{
+    if (result1 == ETIMEDOUT && freed_at < deadline1)
+        return "a time-out although the lock was free before the deadline";
+    return check_entries(1 + (result1 == 0));
+}
+
 int main(void)
 {
     struct explore_case lock = {
@@ -153,6 +192,14 @@ int main(void)
                                check,
                                8000,
                                20};
+    struct explore_case dl = {"mutex time-out decided after the deadline, 2 threads",
+                              2,
+                              setup,
+                              body_deadline,
+                              check_deadline,
+                              8000,
+                              20};
+    explore(&dl);
     explore(&lock);
     explore(&turns);
     explore(&lng);

@@ -339,6 +339,35 @@ def test_signal_interrupts_waits(usr1_raises):
     assert e.wait(0) and la.wait(0) and c.wait(0)
 
 
+@pytest.fixture
+def usr1_ignored():
+    old = signal.signal(signal.SIGUSR1, lambda *args: None)
+    yield
+    signal.signal(signal.SIGUSR1, old)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+def test_signal_that_does_not_raise_is_no_wake_up(usr1_ignored):
+    """A handler that returns is no event: every wait sleeps on to its
+    time-out, as threading's do (a Condition once returned True at once)."""
+    cond = sf.Condition()
+    e, la, c, s = sf.Event(), sf.Latch(1), sf.CountdownEvent(1), sf.Semaphore(0)
+
+    def cond_wait(timeout):
+        with cond:
+            return cond.wait(timeout)
+
+    for wait in (cond_wait, e.wait, la.wait, c.wait,
+                 lambda timeout: s.acquire(timeout=timeout)):
+        t = interrupt_main_after(0.02)
+        begin = time.monotonic()
+        assert wait(timeout=0.3) is False
+        t.join()
+        assert time.monotonic() - begin >= 0.25
+    assert s.value == 0 and not e.is_set()
+
+
 # --- Lock, RLock ---------------------------------------------------------------------
 
 def test_lock_basics():
