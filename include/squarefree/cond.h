@@ -37,9 +37,17 @@
  *   that was waiting when it was called.  A waiter whose deadline passes at
  *   the moment it is signalled either returns 0 (it took the signal) or
  *   ETIMEDOUT (the signal went to another waiter), never both lost.
- * - Spurious wake-ups: wait may return 0 without a signal meant for it (when
- *   a signal raced with its arrival, or a broadcast moved it).  Always wait
- *   in a loop on the predicate.
+ * - Wake-ups from nowhere: none.  Wait returns 0 only after a signal or
+ *   broadcast made since it began, although perhaps one meant for another
+ *   waiter (a signal that raced with another waiter's arrival; an event
+ *   loop's waits on one word, woken together).  A signal handler, a loop
+ *   backend's early end of a sleep, or a broadcast made before the wait
+ *   began (whose requeue moved it onto the mutex anyway) never makes it
+ *   return: it sleeps again.  Still wait in a loop on the predicate: a
+ *   signal does not say the predicate holds.
+ * - Stops: a deadline or a token ends the wait with ETIMEDOUT or ECANCELED
+ *   only when no signal or broadcast came since it began; otherwise it
+ *   returns 0, which cannot lose a signal meant for it.
  * - Wrap-around: a waiter that is descheduled between releasing the mutex
  *   and sleeping for exactly 2^31 signals may miss one; no other case does.
  *
@@ -107,7 +115,8 @@ SQF_API int sqf_cond_init(sqf_cond *c, unsigned flags);
  *  Errors: EINVAL; EBUSY while threads wait. */
 SQF_API int sqf_cond_destroy(sqf_cond *c);
 
-/** Release m, sleep until signalled, re-acquire m.  May return spuriously.
+/** Release m, sleep until signalled, re-acquire m.  Returns 0 after a
+ *  signal or broadcast made since it began (see above).
  *  Errors: EINVAL, EPERM. */
 SQF_API int sqf_cond_wait(sqf_cond *c, sqf_mutex *m);
 
