@@ -31,15 +31,16 @@
 
 #include "atomic.h"
 #include "barrier_word.h"
+#include "tunables.h"
 #include "waitop.h"
 
 /* Times a blocking wait offers its CPU (sched_yield) before its first
  * sleep.  With more parties than CPUs, the parties still to arrive are
  * runnable: yielding lets them run, and a waiter that finds its phase
  * released on its return never sleeps, so the last arriver wakes fewer.
- * With nothing else runnable a yield returns at once: 12 of them cost a
+ * With nothing else runnable a yield returns at once: a dozen cost a
  * few microseconds of CPU per wait. */
-#define BA_YIELDS 12
+#define BA_YIELDS SQF_BARRIER_YIELDS
 
 static inline uint32_t phase_of(uint32_t v)
 {
@@ -287,6 +288,16 @@ int sqf_barrier_wait_until(sqf_barrier *b, sqf_deadline deadline, const sqf_canc
                            void (*completion)(void *arg), void *arg, unsigned *index)
 {
     return barrier_wait(b, deadline, cancel, completion, arg, index);
+}
+
+int sqf_barrier_state(sqf_barrier *b, unsigned *parties, unsigned *arrived)
+{
+    if (!b) return EINVAL;
+    /* The arrival word decides both: a broken phase counts nobody. */
+    uint32_t v = at_load(ba_word(b), RLX);
+    if (parties) *parties = at_load(ba_parties(b), RLX);
+    if (arrived) *arrived = (v & BA_BROKEN) ? 0 : (v & BA_COUNT);
+    return (v & BA_BROKEN) ? EPIPE : 0;
 }
 
 int sqf_barrier_abort(sqf_barrier *b)

@@ -1,5 +1,14 @@
 /* cancel.c: sqf_cancel tokens, and sleeping with one (see cancel_wait.h).
- * The token's state is documented as invariants in squarefree/cancel.h. */
+ * The token's state is documented as invariants below. */
+
+/* State (invariants):
+ *   word      bit 0 CANCELLED: set by sqf_cancel_cancel, never cleared.
+ *             bit 1 WAITERS: a thread may sleep on the word; cancel wakes
+ *                   all.  Stale after time-outs (one futile wake-up).
+ *   deadline  0: none; otherwise the instant after which the token counts
+ *             as cancelled (set by init only).
+ *   parent    NULL or the parent token (set by init only).
+ */
 #include <limits.h>
 
 #include <squarefree/cancel.h>

@@ -1,5 +1,14 @@
 /* cond.c: sqf_cond, a futex-sequence condition variable whose broadcast
- * requeues.  The state words are documented in include/squarefree/cond.h. */
+ * requeues.  The state words are documented below. */
+
+/* State words (invariants):
+ *   seq      bit 0: REQUEUE: a broadcast's waiters still sleep on the
+ *            condition variable and must be moved onto the mutex by the
+ *            first waiter to wake.  bits 1..31: a counter bumped by every
+ *            signal and broadcast that finds waiters; the futex word waiters
+ *            sleep on, so a bump between unlocking and sleeping is noticed.
+ *   waiters  bits 0..30: threads inside wait.  bit 31: SHARED (set by init).
+ */
 #include <limits.h>
 
 #include <squarefree/cond.h>

@@ -1,6 +1,5 @@
 /* countdown.c: sqf_countdown.  The state words are documented as invariants
- * in include/squarefree/countdown.h; the comments here say why each step is
- * safe.
+ * after this comment; the comments in the code say why each step is safe.
  *
  * The count (low 32 bits) and the sleepers' futex word (high 32 bits:
  * WAITERS, SHARED, generation) share one 64-bit atomic word, `state`.
@@ -43,6 +42,35 @@
  * state only through the 64-bit word.  Mixing 32-bit reads with 64-bit
  * read-modify-writes on the same bytes is what sem.c does too; see its
  * comment for why that is sound on every target src/atomic.h accepts.
+ */
+
+/* State words (invariants):
+ *   state    one 64-bit word, changed only by atomic read-modify-writes
+ *            (and by sqf_countdown_init).
+ *     bits 0..31, count: 0..SQF_COUNTDOWN_MAX.  up takes c -> c+n only if
+ *            c+n <= MAX, down takes c -> c-n only if n <= c, so it never
+ *            wraps and never carries into the high half.
+ *     bits 32..63, the sleepers' futex word (the state word's last four
+ *            bytes on a little-endian machine, its first four on a
+ *            big-endian one); it changes only as below, so changes of the
+ *            count that do not reach zero never disturb sleepers:
+ *       bit 32  WAITERS: a thread may sleep on the high half, so the down
+ *               that reaches zero must wake all.  Set by a waiter only
+ *               while the count is non-zero; cleared by the down that
+ *               reaches zero, in the same step.  May be stale (a waiter
+ *               timed out): one futile wake-up.
+ *       bit 33  SHARED: set by init, never changed.
+ *       bits 34..63 generation: advanced, in the same step, by every down
+ *               that takes the count to zero; a wait compares it with the
+ *               one it began in to tell "reached zero and went up again"
+ *               from "never reached zero" (wraps after 2^30 zeros: a waiter
+ *               preempted for exactly that many may miss one).
+ *     So a count of zero was always reached by a step that also advanced
+ *     the generation (or set by init), and whenever a thread sleeps on the
+ *     high half with the count non-zero, WAITERS is set in it.
+ *   waiters  threads inside a blocking wait, for destroy's EBUSY only:
+ *            ups and downs never read it.
+ *   All zero is valid: count 0, private, nobody waiting, generation 0.
  */
 #include <limits.h>
 

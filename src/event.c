@@ -1,5 +1,19 @@
 /* event.c: sqf_event's slow paths.  The state words are documented as
- * invariants in include/squarefree/event.h. */
+ * invariants below. */
+
+/* State words (invariants):
+ *   word     bit 0 SET: the event is set.
+ *            bit 1 WAITERS: only while not set: a thread may sleep on the
+ *                  word, so the next set must wake all.  Cleared by set; may
+ *                  be stale (a waiter timed out): one futile wake-up.
+ *            bit 2 SHARED: set by init, never changed.
+ *            bits 3..31 generation: advanced by every set that finds the
+ *                  event unset; waits compare it to tell a set-then-clear
+ *                  from no set at all (wraps after 2^29 sets: a waiter
+ *                  preempted for exactly that many may miss one).
+ *   waiters  threads inside a wait, for destroy's EBUSY only: wakers never
+ *            read it.
+ */
 #include <limits.h>
 
 #include <squarefree/event.h>

@@ -1,5 +1,5 @@
 /* latch.c: sqf_latch's slow paths.  The state words are documented as
- * invariants in include/squarefree/latch.h.
+ * invariants after this comment.
  *
  * Everything lives in one word, as in once.c: a waiter about to sleep sets
  * WAITERS with a CAS on the very word the opening count_down (or abort)
@@ -7,6 +7,24 @@
  * the waiter saw, WAITERS included) closes the gap between that CAS and the
  * sleep.  Either the opener's CAS comes first (then the waiter's CAS or the
  * futex check fails and it re-reads), or the opener sees WAITERS and wakes.
+ */
+
+/* State words (invariants):
+ *   word     bit 0 WAITERS: only while neither open nor broken: a thread may
+ *                  sleep on the word, so the opening count_down (or abort)
+ *                  must wake all.  Cleared by that count_down or abort; may
+ *                  be stale (a waiter timed out): one futile wake-up, never a
+ *                  lost one.
+ *            bit 1 BROKEN: aborted before opening.  Never cleared (except by
+ *                  sqf_latch_init); once set nothing else changes the word.
+ *            bit 2 SHARED: set by init, never changed.
+ *            bit 3 always 0.
+ *            bits 4..31 count: the count still missing; 0 = open (unless
+ *                  BROKEN, where it keeps the count at the abort).  Only
+ *                  decreases.  So SQF_LATCH_MAX is 2^28 - 1.
+ *            The all-zero word is an open, private latch.
+ *   waiters  threads inside a wait, for destroy's EBUSY only: wakers never
+ *            read it.
  */
 #include <squarefree/latch.h>
 

@@ -1,6 +1,6 @@
 /* mutex.c: sqf_mutex's slow paths: spinning, sleeping, hand-off.
- * The protocol is described with the lock word's invariants in
- * include/squarefree/mutex.h; the comments here say why each step is safe. */
+ * The protocol is described in include/squarefree/mutex.h, the lock word's
+ * invariants in mutex_word.h; the comments here say why each step is safe. */
 #include <squarefree/mutex.h>
 
 #include "cpu.h"
@@ -55,7 +55,7 @@ static bool turn_over(const sqf_mutex *m)
  * look at the clock (the rest pay nothing), and one of them that finds it
  * older than MU_LATE_NS wakes another sleeper. */
 #define MU_LATE_NS    SQF_MUTEX_LATE_NS
-#define MU_LATE_LOOKS 8
+#define MU_LATE_LOOKS SQF_MUTEX_LATE_LOOKS
 
 /* Per mutex, when the last wake-up was sent and when its watcher began to
  * yield (0: it is not yielding), each with how many unlocks have looked
@@ -74,12 +74,16 @@ static struct {
 #ifdef SQF_DSCHED
 /* The explorer's runs each start from the same state, so that a replay
  * repeats its run exactly: forget the times of the run before. */
-void sqf_mutex_dsched_reset_(void)
+static void late_reset(void)
 {
     for (unsigned i = 0; i < LATE_SLOTS; i++) {
         at_store64(&late_tab[i].woken.since, 0, RLX);
         at_store64(&late_tab[i].yielding.since, 0, RLX);
     }
+}
+__attribute__((constructor)) static void late_reset_at_each_run(void)
+{
+    dsched_at_run_start(late_reset);
 }
 #endif
 
@@ -109,15 +113,8 @@ static void late_start(struct late_event *e)
 }
 
 /* The longest interval between an awake waiter's reads of the word, and how
- * many reads at that interval that find it unchanged make it offer its CPU.
- * (Overridable for the schedule explorer, where every read takes a
- * simulated microsecond.) */
-#ifndef SQF_MUTEX_POLL_NS
-#define SQF_MUTEX_POLL_NS 1000
-#endif
-#ifndef SQF_MUTEX_SAME_READS
-#define SQF_MUTEX_SAME_READS 8
-#endif
+ * many reads at that interval that find it unchanged make it offer its CPU
+ * (tunables.h). */
 #define MU_POLL_NS    SQF_MUTEX_POLL_NS
 #define MU_SAME_READS SQF_MUTEX_SAME_READS
 
@@ -509,6 +506,11 @@ int sqf_mutex_destroy(sqf_mutex *m)
 {
     if (!m) return EINVAL;
     return (at_load(mu_word(m), ACQ) & MU_LOCKED) ? EBUSY : 0;
+}
+
+int sqf_mutex_is_locked(sqf_mutex *m)
+{
+    return m && (at_load(mu_word(m), RLX) & MU_LOCKED);
 }
 
 /* The out-of-line forms of the header's inline fast paths (used from C++,

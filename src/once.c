@@ -1,7 +1,7 @@
 /* once.c: sqf_once's slow path: claiming the run, sleeping while another
  * caller runs fn, and waking every sleeper when the run ends.  The state
- * word's invariants are documented in include/squarefree/once.h; the
- * comments here say why each step is safe.
+ * word's invariants are documented below; the comments in the code say why
+ * each step is safe.
  *
  * The whole protocol lives in one word, so it needs no Dekker-style fences:
  * a caller about to sleep sets SLEEPERS with a CAS on the very word the
@@ -9,6 +9,22 @@
  * still holds RUNNING|SLEEPERS) closes the gap between that CAS and the
  * sleep.  Either the runner's exchange comes first (then the CAS or the
  * futex check fails and the caller re-reads), or it sees SLEEPERS and wakes.
+ */
+
+/* State word invariants (bit, meaning):
+ *   RUNNING  (1<<0)  a caller is running fn.  Set by the CAS that claims the
+ *                    run (only from not-run), cleared only by that caller
+ *                    when fn returns.
+ *   SLEEPERS (1<<1)  only with RUNNING: a caller may be asleep waiting for
+ *                    this run, so its end must wake all sleepers.  Set by a
+ *                    caller about to sleep; cleared with RUNNING.  May be
+ *                    stale (a sleeper timed out): that costs one futile
+ *                    wake-up, never a lost one.
+ *   DONE     (1<<2)  fn has returned 0.  Never cleared (except by
+ *                    sqf_once_init); never with RUNNING or SLEEPERS.
+ *   SHARED   (1<<3)  set by sqf_once_init(SQF_SHARED); every transition
+ *                    preserves it: sleep on a process-shared futex.
+ *   Not run is 0 (or SHARED); the all-zero initialiser is valid.
  */
 #include <squarefree/once.h>
 

@@ -1,6 +1,6 @@
 /* queue.c: sqf_queue.  The header words and slot stamps are documented as
- * invariants in include/squarefree/queue.h; the comments here say why each
- * step is safe.
+ * invariants after this comment; the comments in the code say why each step
+ * is safe.
  *
  * The ring is Vyukov's bounded MPMC queue: a push at position p may take it
  * only when slot p's stamp says "free for p" (stamp == p), and does so with
@@ -35,6 +35,46 @@
  * item's push, publishing later, wakes it again: it counts every item
  * behind it), or times out, and then, uncounted, looks once more.
  */
+
+/* Header words (invariants):
+ *   tail   bits 0..62: the next push position, as lap * 2^shift + index
+ *          (index < capacity); bit 63 CLOSED, set by close, never cleared
+ *          (except by init).  A push takes positions with a CAS that fails
+ *          once CLOSED is set.
+ *   head   the next pop position, in the same form.
+ *   slot i stamp: position p where p's index is i: p when the slot is free
+ *          for the push at p; p + 1 once that push has published its item;
+ *          p + 2^shift (the next lap's push) once the pop at p has copied it
+ *          out.  Stamps only grow.
+ *   csleep, psleep  consumers (producers) inside a blocking pop (push) that
+ *          found nothing (no room), counted before their last look and
+ *          uncounted after; never fewer than those asleep on the futex.
+ *   cseq, pseq  the words they sleep on: bit 0 SLEEPER, bit 1 DECLARED,
+ *          bits 2..31 a sequence.  A sleeper sets SLEEPER and DECLARED
+ *          (one CAS from the value it read before its last look but one)
+ *          and sleeps only on a value with both set.  A push (pop) that
+ *          finds a sleeper counted and SLEEPER set advances the sequence
+ *          and clears DECLARED (one CAS), then wakes; it clears SLEEPER
+ *          (a CAS from the value it wrote) only if FUTEX_WAKE found fewer
+ *          than it asked for.  So SLEEPER is set whenever a thread is on
+ *          the futex: one there at the advance is woken or left with
+ *          SLEEPER set, and one that marks the word later changes it.
+ *   chungry, phungry  the starving consumer (producer), if any: bit 0
+ *          HUNGRY; bits 1..14 the generation of the claim that set it (so
+ *          that its owner clears only its own claim); bit 15 MISSED, set by
+ *          a wake-up that found the owner not asleep, cleared by the owner
+ *          when it next looks; bits 16..31 a sequence the owner sleeps on,
+ *          advanced by each wake-up sent to it.  HUNGRY is set by a counted
+ *          waiter that has slept over 1 ms; cleared by its owner when it
+ *          returns, or by a wake-up that finds it not asleep with MISSED
+ *          set.  While set on an open queue, only its owner takes items
+ *          (slots).
+ *   cblocked, pblocked  1 when a counted consumer (producer) found items
+ *          (room) only behind a slot still being copied, and is going to
+ *          sleep; the next publication (free) clears it and then wakes as
+ *          many as there are items (room), not just one per item it added.
+ *   flags  SHARED (bit 0).
+ */
 #include <limits.h>
 #include <string.h>
 
@@ -42,19 +82,15 @@
 
 #include "atomic.h"
 #include "cpu.h"
+#include "tunables.h"
 #include "waitop.h"
 
 #define Q_CLOSED (1ull << 63)
 #define Q_SHARED 1u
-#define Q_SPINS  32 /* looks before sleeping, when spinning may help */
+#define Q_SPINS  SQF_QUEUE_SPINS /* looks before sleeping, when spinning may help */
 /* ring_push/ring_pop: nothing to take now, but only because of a slot
  * still being copied (an internal EBUSY). */
 #define Q_INFLIGHT (-100)
-
-/* How long a waiter sleeps before it claims hand-off mode (HUNGRY). */
-#ifndef SQF_QUEUE_STARVE_NS
-#define SQF_QUEUE_STARVE_NS (1000 * 1000)
-#endif
 
 _Static_assert(sizeof(sqf_queue) % 64 == 0, "the slots start on a cache line");
 

@@ -1,5 +1,5 @@
-/* robust.c: sqf_robust_mutex.  The word's invariants are documented in
- * include/squarefree/robust.h; the comments here say why each step is safe.
+/* robust.c: sqf_robust_mutex.  The word's invariants are documented after
+ * this comment; the comments in the code say why each step is safe.
  *
  * The kernel's side of the protocol (kernel/futex/core.c, handle_futex_death):
  * when a thread exits, for each entry on its robust list, and for the entry
@@ -21,6 +21,22 @@
  * list this mutex shares (the kernel allows one list per thread): an entry
  * is the address of the mutex's `next_` link, `prev_` sits just before it,
  * and the list head's own `prev` slot sits just before the head. */
+
+/* Word invariants (`word`, the futex word, in the kernel's layout):
+ *   bits 0..29  TID: the holder's kernel thread id; 0 when free (or when its
+ *               holder died: the kernel clears it).
+ *   bit 30      OWNER_DIED: set by the kernel when the holder died holding
+ *               it; cleared by the next lock, which then returns EOWNERDEAD.
+ *   bit 31      WAITERS: threads may sleep on the word: an unlock must wake
+ *               one.  Set by a locker before it sleeps; kept by unlocks and
+ *               by the kernel; cleared by an unlock whose wake-up found no
+ *               sleeper.  May be stale (a futile wake-up), never missing
+ *               while someone sleeps.
+ * `state`: bit 0 SHARED (set by init); bit 1 INCONSISTENT (the holder got
+ *   EOWNERDEAD and has not called consistent); bit 2 NOTRECOVERABLE.
+ * `prev_`, `next_`: the holder's robust-list links, valid only while held
+ *   and meaningful only in the holder's process.
+ */
 #include <squarefree/robust.h>
 
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* sem.c: sqf_sem's slow paths: sleeping, timing out, waking.
- * The state words are documented as invariants in include/squarefree/sem.h;
- * the comments here say why each step is safe.
+ * The state words are documented as invariants after this comment; the
+ * comments in the code say why each step is safe.
  *
  * The value (low 32 bits) and the waiter count (high 32 bits) share one
  * 64-bit atomic word, `state`.  That settles two problems at once.
@@ -75,6 +75,36 @@
  * 64-bit semaphore does.  src/atomic.h rejects a target without lock-free
  * 64-bit atomics.  Library code itself reads the value only through the
  * 64-bit word.
+ */
+
+/* State words (invariants):
+ *   state    one 64-bit word, changed only by atomic read-modify-writes
+ *            (and by sqf_sem_init), so that a release learns from the same
+ *            atomic step that publishes its permits whether anyone waits,
+ *            and needs to touch nothing afterwards.
+ *     bits 0..31, value: the permits available, 0..bound.  This 32-bit half
+ *            is the futex word (at the word's address on little-endian
+ *            machines, 4 bytes further on big-endian ones): blocking
+ *            acquirers sleep on it while it is 0.  An acquire takes
+ *            v -> v-1 for v > 0; a release takes v -> v+n only if
+ *            v+n <= bound.  It never exceeds the bound (< 2^31) and never
+ *            wraps, so it never carries into the waiter count.
+ *     bits 32..63, waiters: the number of threads inside a blocking
+ *            acquire, asleep or not.  A thread counts itself only in a step
+ *            that finds the value 0 (otherwise it takes a permit instead),
+ *            and uncounts itself only in a step that takes a permit or
+ *            finds the value 0.  Never less than the number asleep on the
+ *            value, so a release that finds 0 here has nobody to wake.  It
+ *            may count a thread that is awake; that costs at most a wake-up
+ *            call that finds nobody.
+ *   max      bits 0..30: the bound; 0 means SQF_SEM_VALUE_MAX.  bit 31:
+ *            SHARED (sleep on process-shared futexes).  Written only by
+ *            sqf_sem_init.
+ *   No permit is stranded: whenever value > 0 and a thread sleeps on it,
+ *   either a release that saw it counted is about to wake it (or enough
+ *   others), or a counted thread is awake and will look at the value
+ *   before it sleeps or leaves.  All zero is valid: value 0, unbounded,
+ *   private, nobody waiting.
  */
 #include <squarefree/sem.h>
 

@@ -30,6 +30,10 @@ struct explore_case {
     int timeout_rate;           /* per 1000 choices; 0 when nothing waits with a deadline */
 };
 
+/* Spurious returns of sleepers, per 1000 choices, for the cases explored
+ * next (a case that needs sleepers back at odd moments raises it). */
+static int explore_spurious_rate = 10;
+
 /* The seed of the schedule being run, for a setup that varies the case's
  * own parameters (derive them from this, never from a counter, so that a
  * replayed seed replays them too). */
@@ -73,7 +77,7 @@ static int explore(const struct explore_case *c)
     long steps = 0, longest = 0;
     for (long k = 0; k < n; k++) {
         uint64_t seed = replay ? strtoull(replay, NULL, 0) : 0x5eed0000u + (uint64_t)k;
-        struct dsched_opts o = {0, 200000, 10, c->timeout_rate};
+        struct dsched_opts o = {0, 200000, explore_spurious_rate, c->timeout_rate};
         o.pct_depth = seed % 2 ? 0 : 1 + (int)(seed / 2 % 3);
         explore_violation = NULL;
         explore_seed = seed;

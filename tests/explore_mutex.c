@@ -155,7 +155,7 @@ static void body_deadline(int id, void *arg)
         EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
         freed_at = sqf_now();
     } else {
-        deadline1 = sqf_after((int64_t)(5 + explore_seed / 11 % 40) * 1000);
+        deadline1 = sqf_after((int64_t)(5 + explore_seed / 11 % 60) * 1000);
         result1 = sqf_mutex_timedlock(&mu, deadline1);
         EXPLORE_REQUIRE(result1 == 0 || result1 == ETIMEDOUT);
         if (result1 == 0) {
@@ -198,8 +198,10 @@ int main(void)
                               body_deadline,
                               check_deadline,
                               8000,
-                              20};
+                              0};
+    explore_spurious_rate = 300; /* the watcher must be back at odd moments */
     explore(&dl);
+    explore_spurious_rate = 10;
     explore(&lock);
     explore(&turns);
     explore(&lng);

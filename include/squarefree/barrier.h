@@ -89,7 +89,8 @@
  * The dead party also stays counted in `waiters`, so reset and destroy
  * return EBUSY until the barrier is initialised again (once no live process
  * uses it).  A last arriver (or a breaker) killed between its change of the
- * arrival word and its write of the release word (see "State words")
+ * arrival word and its write of the release word (the two words a phase
+ * ends with)
  * leaves the phase released (broken) but its sleepers asleep: a sleeper
  * whose deadline passes then returns 0 (EPIPE), as the arrival word says.
  *
@@ -111,86 +112,6 @@
  * waiter that sees the release never sleeps.  With nothing else runnable
  * the yields return at once, a few microseconds of CPU in all.  Waits from
  * an event loop never yield.
- *
- * State words (invariants).  Two 32-bit words share one bit table.  `word`,
- * the arrival word, decides: every arrival, release, break and reset is one
- * atomic change of it.  `release`, the release word, follows its PHASE and
- * BROKEN for the sleepers, who sleep on it and read nothing else.
- *
- *   bits     word (arrival word)              release (release word)
- *   0..20    COUNT                            0
- *   21       0                                WAITERS
- *   22       BROKEN                           BROKEN (of its PHASE)
- *   23       0                                SHARED
- *   24..31   PHASE                            PHASE (follows word's)
- *
- *   word     bits 0..20 COUNT: arrivals in the current phase, 0..parties;
- *                        equal to parties only while the last arriver runs
- *                        the completion or is about to release the phase.
- *                        Added to by every arrival (one atomic add, whose old
- *                        value gives the arrival its index, its phase and
- *                        whether the barrier was broken); zeroed by the CAS
- *                        that releases the phase and by reset.  An extra
- *                        thread that adds to a full phase (COUNT already
- *                        parties) has not arrived: the release zeroes its
- *                        add, and it waits for that and adds again.  While
- *                        BROKEN, meaningless (threads racing the break may
- *                        still add to it); 21 bits leave room for 2^20 of
- *                        them.
- *            bit 21      always 0.
- *            bit 22 BROKEN: aborted, or broken by a time-out or a
- *                        cancellation: set by the one change that breaks
- *                        (abort's atomic or; a giving-up party's CAS, which
- *                        fails if its phase was released first, and then
- *                        it returns 0).  A release CAS fails on it (the
- *                        last arriver returns EPIPE).  Cleared only by
- *                        sqf_barrier_reset (and init).  An arrival whose add
- *                        sees it returns EPIPE.
- *            bit 23      always 0.
- *            bits 24..31 PHASE: the phase arrivals join; advanced (mod 256)
- *                        by the release CAS and by reset, never while
- *                        BROKEN.
- *            All zero: phase 0, no arrivals, not broken.
- *   release  written by sleepers only to set WAITERS.  Otherwise only a
- *            thread that has just changed word's PHASE or BROKEN (the last
- *            arriver, a breaker, a reset) writes it, with one CAS that
- *            copies those two fields from the word value it wrote and
- *            clears WAITERS (a "publish"); if WAITERS was set, it then
- *            wakes all.  Arrivals never write it.
- *            bits 0..20  always 0.
- *            bit 21 WAITERS: a thread may sleep on this word, so the next
- *                        publish must wake all.  Set (one CAS) by a sleeper
- *                        that finds it clear, before it sleeps on the word
- *                        with WAITERS in the expected value: either the
- *                        publish comes first and the CAS or the futex check
- *                        fails, or the publish sees WAITERS and wakes.
- *                        Cleared only by a publish.  May be stale: one
- *                        futile wake-up, never a lost one.
- *            bit 22 BROKEN: word was BROKEN in this PHASE.
- *            bit 23 SHARED: set by init, never changed.
- *            bits 24..31 PHASE: a phase word has had, never ahead of it.
- *                        (PHASE, BROKEN) only moves forward in word's
- *                        history (a later phase, or the same phase now
- *                        broken): a publish that finds it already at its
- *                        own value or later writes nothing, so publishes
- *                        that race (a reset, or a break, after a release
- *                        not yet published) land in any order.  It lags
- *                        word only between a change and its publish.  A
- *                        sleeper that arrived in phase p returns 0 once
- *                        PHASE is after p (by 1..127, mod 256), EPIPE once
- *                        it is p with BROKEN, and otherwise sleeps (a
- *                        BROKEN of an earlier phase, between a reset and
- *                        its publish, is not its phase's).  A phase cannot
- *                        complete without all its parties, so PHASE never
- *                        runs 128 ahead of a sleeper.
- *            All zero: phase 0, nobody asleep, not broken, private.
- *   parties  the party count, fixed by init (or SQF_BARRIER_INIT).
- *   waiters  threads inside a wait (counted before they arrive, uncounted
- *            just before their last use of the state words: only the
- *            release word's address is used after), for destroy's and
- *            reset's EBUSY: a reset cannot then make a thread that has yet
- *            to see its phase's outcome mistake the fresh phase for a
- *            release.  Wakers never read it.
  */
 #ifndef SQUAREFREE_BARRIER_H
 #define SQUAREFREE_BARRIER_H
@@ -201,7 +122,7 @@
 SQF_BEGIN_DECLS
 
 typedef struct sqf_barrier {
-    SQF_WORD word;    /* the arrival word: see the invariants above; touch only through this API */
+    SQF_WORD word;    /* the arrival word: its layout is internal; touch it only through this API */
     SQF_WORD parties; /* fixed by init */
     SQF_WORD waiters; /* threads inside a wait */
     SQF_WORD release; /* the release word: sleepers sleep on it */
@@ -261,6 +182,13 @@ SQF_API int sqf_barrier_wait_until(sqf_barrier *b, sqf_deadline deadline,
  *  wait, returns EPIPE until sqf_barrier_reset.  Aborting a broken barrier
  *  changes nothing.  Errors: EINVAL. */
 SQF_API int sqf_barrier_abort(sqf_barrier *b);
+
+/** A snapshot of *b for reports: *parties (if not NULL) gets its number of
+ *  parties, *arrived (if not NULL) how many have arrived in the current
+ *  phase.  Returns 0, EPIPE if the barrier is broken (*arrived is then 0),
+ *  or EINVAL (NULL b).  Another thread may change it at once; it orders
+ *  nothing. */
+SQF_API int sqf_barrier_state(sqf_barrier *b, unsigned *parties, unsigned *arrived);
 
 /** Make a broken barrier usable again: a fresh phase with no arrivals.  On a
  *  barrier that is not broken it changes nothing.

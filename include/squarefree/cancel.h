@@ -55,14 +55,6 @@
  * waiters in several processes, use a shared primitive they wait on (abort
  * a shared latch or barrier, set a shared event).  sqf_mutex_combine on a
  * shared mutex runs as lock, fn, unlock (see mutex.h).
- *
- * State (invariants):
- *   word      bit 0 CANCELLED: set by sqf_cancel_cancel, never cleared.
- *             bit 1 WAITERS: a thread may sleep on the word; cancel wakes
- *                   all.  Stale after time-outs (one futile wake-up).
- *   deadline  0: none; otherwise the instant after which the token counts
- *             as cancelled (set by init only).
- *   parent    NULL or the parent token (set by init only).
  */
 #ifndef SQUAREFREE_CANCEL_H
 #define SQUAREFREE_CANCEL_H

@@ -78,14 +78,6 @@
  * initialised again (once no live process uses it).  If it dies after being
  * woken but before it has the mutex back, see the mutex's note on a holder
  * that dies.
- *
- * State words (invariants):
- *   seq      bit 0: REQUEUE: a broadcast's waiters still sleep on the
- *            condition variable and must be moved onto the mutex by the
- *            first waiter to wake.  bits 1..31: a counter bumped by every
- *            signal and broadcast that finds waiters; the futex word waiters
- *            sleep on, so a bump between unlocking and sleeping is noticed.
- *   waiters  bits 0..30: threads inside wait.  bit 31: SHARED (set by init).
  */
 #ifndef SQUAREFREE_COND_H
 #define SQUAREFREE_COND_H

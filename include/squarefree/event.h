@@ -49,24 +49,12 @@
  * waits stays counted in `waiters` (destroy returns EBUSY until the event is
  * initialised again, once no live process uses it); set still wakes every
  * live waiter.
- *
- * State words (invariants):
- *   word     bit 0 SET: the event is set.
- *            bit 1 WAITERS: only while not set: a thread may sleep on the
- *                  word, so the next set must wake all.  Cleared by set; may
- *                  be stale (a waiter timed out): one futile wake-up.
- *            bit 2 SHARED: set by init, never changed.
- *            bits 3..31 generation: advanced by every set that finds the
- *                  event unset; waits compare it to tell a set-then-clear
- *                  from no set at all (wraps after 2^29 sets: a waiter
- *                  preempted for exactly that many may miss one).
- *   waiters  threads inside a wait, for destroy's EBUSY only: wakers never
- *            read it.
  */
 #ifndef SQUAREFREE_EVENT_H
 #define SQUAREFREE_EVENT_H
 
 #include <squarefree/bits/common.h>
+#include <squarefree/bits/fastpath.h>
 #include <squarefree/time.h>
 
 SQF_BEGIN_DECLS
@@ -81,8 +69,6 @@ typedef struct sqf_event {
     {                                                                                              \
         0, 0                                                                                       \
     }
-
-#define SQF_EVENT_SET_ 1u
 
 /** Initialise *e unset.  flags: SQF_PRIVATE (0) or SQF_SHARED.
  *  Errors: EINVAL, ENOTSUP. */

@@ -87,34 +87,18 @@
  * EBUSY until the latch is initialised again, once no live process uses
  * it); opening still wakes every live waiter.  A process that dies before
  * its count_down leaves the latch closed: abort it when you learn that.
- *
- * State words (invariants):
- *   word     bit 0 WAITERS: only while neither open nor broken: a thread may
- *                  sleep on the word, so the opening count_down (or abort)
- *                  must wake all.  Cleared by that count_down or abort; may
- *                  be stale (a waiter timed out): one futile wake-up, never a
- *                  lost one.
- *            bit 1 BROKEN: aborted before opening.  Never cleared (except by
- *                  sqf_latch_init); once set nothing else changes the word.
- *            bit 2 SHARED: set by init, never changed.
- *            bit 3 always 0.
- *            bits 4..31 count: the count still missing; 0 = open (unless
- *                  BROKEN, where it keeps the count at the abort).  Only
- *                  decreases.  So SQF_LATCH_MAX is 2^28 - 1.
- *            The all-zero word is an open, private latch.
- *   waiters  threads inside a wait, for destroy's EBUSY only: wakers never
- *            read it.
  */
 #ifndef SQUAREFREE_LATCH_H
 #define SQUAREFREE_LATCH_H
 
 #include <squarefree/bits/common.h>
+#include <squarefree/bits/fastpath.h>
 #include <squarefree/time.h>
 
 SQF_BEGIN_DECLS
 
 typedef struct sqf_latch {
-    SQF_WORD word;    /* see the invariants above; touch only through this API */
+    SQF_WORD word;    /* its layout is internal; touch it only through this API */
     SQF_WORD waiters; /* threads inside a wait */
 } sqf_latch;
 
@@ -126,11 +110,6 @@ typedef struct sqf_latch {
 
 /** The largest count a latch can hold: 2^28 - 1. */
 #define SQF_LATCH_MAX 0x0FFFFFFFu
-
-/* Bits of the state word the inline paths need (the full table is above). */
-#define SQF_LATCH_BROKEN_      2u
-#define SQF_LATCH_SHARED_      4u
-#define SQF_LATCH_COUNT_SHIFT_ 4
 
 /** Initialise *l with `count` (0..SQF_LATCH_MAX; 0 = open at once).
  *  flags: SQF_PRIVATE (0) or SQF_SHARED.  Errors: EINVAL, ENOTSUP. */

@@ -158,82 +158,18 @@
  * finding nobody asleep clears.  A process
  * that dies HOLDING the lock leaves it locked for good: this mutex records
  * no owner, so nothing can tell a dead holder from a slow one.
- *
- * Lock word invariants (bit, meaning):
- *   LOCKED   (1<<0)  held.  Set by a lock; cleared only by an unlock that
- *                    does not hand off (or revokes a hand-off nobody took).
- *   PARKED   (1<<1)  a thread may be asleep on the word: an unlock that sees
- *                    it must wake one, unless NEXT or WOKEN is set (then it
- *                    may stay set for a later unlock).  May be stale (set with no sleeper);
- *                    that costs one futile wake-up, never a lost one.  A thread
- *                    that has slept acquires with PARKED set, as it cannot
- *                    know whether others still sleep.
- *   HANDOFF  (1<<2)  only with LOCKED: the lock has been passed on and its
- *                    new owner has not taken it yet.  With TURN it is NEXT's,
- *                    and only NEXT clears it (with TURN and NEXT); without,
- *                    it is a woken sleeper's, and only a thread returning
- *                    from a wake-up may clear it.  Either way the clearer
- *                    owns the lock.
- *   STARVING (1<<3)  only with LOCKED: a sleeper that cannot wait awake has
- *                    waited more than ~1 ms: every unlock hands off rather
- *                    than releasing, and no one may barge.  Set and cleared
- *                    by that sleeper; also cleared by an unlock that finds
- *                    nobody asleep (PARKED clear, or a hand-off that woke
- *                    nobody), as its setter is then not asleep.  Every unlock
- *                    that clears LOCKED clears it (or hands off instead), so
- *                    a free lock never holds it: taking a free lock needs no
- *                    test but LOCKED.
- *   SHARED   (1<<4)  set by sqf_mutex_init(SQF_SHARED) and never changed:
- *                    sleep on a process-shared futex.
- *   COMBINE  (1<<5)  only with LOCKED: combining requests for this mutex are
- *                    queued in the process-local side table (see
- *                    sqf_mutex_combine).  Set by a requester, under its table
- *                    bucket's lock, with a CAS that sees LOCKED and not
- *                    STARVING; cleared, under that lock, only by the holder
- *                    when it takes the last queued request.  While it is set
- *                    the lock is never released: the inline unlock fails on
- *                    it, and every CAS that releases or hands off expects it
- *                    clear, so the holder runs the requests first.  A
- *                    hand-off in flight (HANDOFF) may gain it: the woken
- *                    thread then owns the requests, and an unlocker that
- *                    revokes the hand-off takes the lock back rather than
- *                    releasing it.  Never set on a SHARED mutex.
- *   NEXT     (1<<6)  a thread waits awake for the lock and will take it:
- *                    unlocks wake nobody, unless it is late.  Claimed (at
- *                    most one at a time) by a locker that found the lock
- *                    held and no sleeper, or
- *                    by a woken sleeper; cleared by that thread alone, when it
- *                    takes the lock or gives up (only while LOCKED: a free
- *                    lock it takes), so a wake-up is owed by whoever holds
- *                    the lock then.  Never set on a SHARED mutex.
- *   TURN     (1<<7)  only with NEXT and LOCKED: the lock is NEXT's next.
- *                    Set by NEXT after its slice, and only while HANDOFF is
- *                    clear (so HANDOFF with TURN is always NEXT's); or set
- *                    with HANDOFF by an unlock (whose thread's turn is over,
- *                    or unlock_fair).  An unlock that sees it sets HANDOFF
- *                    and keeps LOCKED, and NEXT takes the lock, clearing
- *                    both with NEXT.
- *   WOKEN    (1<<8)  an unlock has woken a sleeper that has not yet acted:
- *                    unlocks wake nobody, unless it is late.  Set by the
- *                    waking unlock (with PARKED cleared); cleared by the next change a thread
- *                    returning from a wake-up makes (taking the lock,
- *                    becoming NEXT, sleeping again, leaving), or by the
- *                    waker if its wake found nobody (which then wakes again
- *                    if sleepers came to a free lock).  Clearing another
- *                    woken thread's WOKEN costs a spare wake-up, never a
- *                    lost one.  Never set on a SHARED mutex.
- *   Unlocked and idle is 0 (or SHARED); the all-zero initialiser is valid.
  */
 #ifndef SQUAREFREE_MUTEX_H
 #define SQUAREFREE_MUTEX_H
 
 #include <squarefree/bits/common.h>
+#include <squarefree/bits/fastpath.h>
 #include <squarefree/time.h>
 
 SQF_BEGIN_DECLS
 
 typedef struct sqf_mutex {
-    SQF_WORD word; /* see the invariants above; touch only through this API */
+    SQF_WORD word; /* its layout is internal; touch it only through this API */
 } sqf_mutex;
 
 /** A statically initialised, unlocked, process-private mutex (all zero). */
@@ -241,31 +177,6 @@ typedef struct sqf_mutex {
     {                                                                                              \
         0                                                                                          \
     }
-
-/* Lock word values the inline paths need (the full table is above). */
-#define SQF_MUTEX_LOCKED_ 1u
-#define SQF_MUTEX_SHARED_ 16u
-
-/** How long a contended locker spins before sleeping, in nanoseconds.  Used
- *  only inside the library; define it when building the library to tune. */
-#ifndef SQF_MUTEX_SPIN_NS
-#define SQF_MUTEX_SPIN_NS 400000
-#endif
-
-/** How long the awake waiter lets running threads keep re-taking a mutex
- *  before the next unlock must hand it over, in nanoseconds (see "How it
- *  waits").  A library build setting, as SQF_MUTEX_SPIN_NS. */
-#ifndef SQF_MUTEX_SLICE_NS
-#define SQF_MUTEX_SLICE_NS 300000
-#endif
-
-/** How long an unlock keeps running combining requests that arrive while it
- *  runs earlier ones (beyond its first batch) before it passes the mutex on,
- *  in nanoseconds (see sqf_mutex_combine).  As SQF_MUTEX_SPIN_NS, a library
- *  build setting. */
-#ifndef SQF_MUTEX_COMBINE_NS
-#define SQF_MUTEX_COMBINE_NS 1000000
-#endif
 
 /** Initialise *m unlocked.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
  *  only for SQF_SHARED or to reuse memory; zeroed memory is a valid mutex.
@@ -292,6 +203,11 @@ SQF_API int sqf_mutex_lock_until(sqf_mutex *m, sqf_deadline deadline,
 SQF_API int sqf_mutex_lock_slow_(sqf_mutex *m, sqf_deadline deadline);
 SQF_API int sqf_mutex_trylock_slow_(sqf_mutex *m);
 SQF_API int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair);
+
+/** Whether *m is locked at this moment: 1 or 0 (0 for NULL).  A snapshot
+ *  for reports and assertions (another thread may change it at once); it
+ *  orders nothing. */
+SQF_API int sqf_mutex_is_locked(sqf_mutex *m);
 
 /** Release *m, handing it directly to a sleeping waiter if there is one
  *  (FIFO among sleepers), rather than letting a running thread barge in.

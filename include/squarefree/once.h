@@ -126,32 +126,18 @@
  * Every call then takes the lock (an uncontended robust lock and unlock,
  * see robust.h's Costs, against the once's one load).
  * tests/process_robust.c runs this pattern with a runner killed midway.
- *
- * State word invariants (bit, meaning):
- *   RUNNING  (1<<0)  a caller is running fn.  Set by the CAS that claims the
- *                    run (only from not-run), cleared only by that caller
- *                    when fn returns.
- *   SLEEPERS (1<<1)  only with RUNNING: a caller may be asleep waiting for
- *                    this run, so its end must wake all sleepers.  Set by a
- *                    caller about to sleep; cleared with RUNNING.  May be
- *                    stale (a sleeper timed out): that costs one futile
- *                    wake-up, never a lost one.
- *   DONE     (1<<2)  fn has returned 0.  Never cleared (except by
- *                    sqf_once_init); never with RUNNING or SLEEPERS.
- *   SHARED   (1<<3)  set by sqf_once_init(SQF_SHARED); every transition
- *                    preserves it: sleep on a process-shared futex.
- *   Not run is 0 (or SHARED); the all-zero initialiser is valid.
  */
 #ifndef SQUAREFREE_ONCE_H
 #define SQUAREFREE_ONCE_H
 
 #include <squarefree/bits/common.h>
+#include <squarefree/bits/fastpath.h>
 #include <squarefree/time.h>
 
 SQF_BEGIN_DECLS
 
 typedef struct sqf_once {
-    SQF_WORD state; /* see the invariants above; touch only through this API */
+    SQF_WORD state; /* its layout is internal; touch it only through this API */
 } sqf_once;
 
 /** A statically initialised, not-yet-run, process-private once (all zero). */
@@ -159,10 +145,6 @@ typedef struct sqf_once {
     {                                                                                              \
         0                                                                                          \
     }
-
-/* The DONE bit of the state word, for the inline fast paths; not for
- * direct use. */
-#define SQF_ONCE_DONE_ (1u << 2)
 
 /** Initialise *o as not run.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
  *  only for SQF_SHARED or to reset memory for reuse; zeroed memory is a valid

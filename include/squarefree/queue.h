@@ -120,45 +120,6 @@
  * killed between taking a slot's position and publishing it (one memcpy)
  * leaves that slot unpublished for good: the consumer that reaches it waits
  * for ever (or until its deadline).
- *
- * Header words (invariants):
- *   tail   bits 0..62: the next push position, as lap * 2^shift + index
- *          (index < capacity); bit 63 CLOSED, set by close, never cleared
- *          (except by init).  A push takes positions with a CAS that fails
- *          once CLOSED is set.
- *   head   the next pop position, in the same form.
- *   slot i stamp: position p where p's index is i: p when the slot is free
- *          for the push at p; p + 1 once that push has published its item;
- *          p + 2^shift (the next lap's push) once the pop at p has copied it
- *          out.  Stamps only grow.
- *   csleep, psleep  consumers (producers) inside a blocking pop (push) that
- *          found nothing (no room), counted before their last look and
- *          uncounted after; never fewer than those asleep on the futex.
- *   cseq, pseq  the words they sleep on: bit 0 SLEEPER, bit 1 DECLARED,
- *          bits 2..31 a sequence.  A sleeper sets SLEEPER and DECLARED
- *          (one CAS from the value it read before its last look but one)
- *          and sleeps only on a value with both set.  A push (pop) that
- *          finds a sleeper counted and SLEEPER set advances the sequence
- *          and clears DECLARED (one CAS), then wakes; it clears SLEEPER
- *          (a CAS from the value it wrote) only if FUTEX_WAKE found fewer
- *          than it asked for.  So SLEEPER is set whenever a thread is on
- *          the futex: one there at the advance is woken or left with
- *          SLEEPER set, and one that marks the word later changes it.
- *   chungry, phungry  the starving consumer (producer), if any: bit 0
- *          HUNGRY; bits 1..14 the generation of the claim that set it (so
- *          that its owner clears only its own claim); bit 15 MISSED, set by
- *          a wake-up that found the owner not asleep, cleared by the owner
- *          when it next looks; bits 16..31 a sequence the owner sleeps on,
- *          advanced by each wake-up sent to it.  HUNGRY is set by a counted
- *          waiter that has slept over 1 ms; cleared by its owner when it
- *          returns, or by a wake-up that finds it not asleep with MISSED
- *          set.  While set on an open queue, only its owner takes items
- *          (slots).
- *   cblocked, pblocked  1 when a counted consumer (producer) found items
- *          (room) only behind a slot still being copied, and is going to
- *          sleep; the next publication (free) clears it and then wakes as
- *          many as there are items (room), not just one per item it added.
- *   flags  SHARED (bit 0).
  */
 #ifndef SQUAREFREE_QUEUE_H
 #define SQUAREFREE_QUEUE_H
@@ -173,7 +134,7 @@ SQF_BEGIN_DECLS
 #define SQF_QUEUE_MAX_ITEM     (1u << 20)
 
 typedef struct sqf_queue {
-    SQF_WORD64 tail_; /* see the invariants above */
+    SQF_WORD64 tail_; /* internal: touch only through this API */
     char pad0_[56];   /* tail and head on lines of their own */
     SQF_WORD64 head_;
     char pad1_[56];

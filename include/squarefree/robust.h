@@ -82,21 +82,6 @@
  * futile wake-up).  Lifetime: as sqf_mutex, an unlock may touch the word
  * just after the next holder has it (the wake-up), so free the memory only
  * once no process can still be inside a call on it.
- *
- * Word invariants (`word`, the futex word, in the kernel's layout):
- *   bits 0..29  TID: the holder's kernel thread id; 0 when free (or when its
- *               holder died: the kernel clears it).
- *   bit 30      OWNER_DIED: set by the kernel when the holder died holding
- *               it; cleared by the next lock, which then returns EOWNERDEAD.
- *   bit 31      WAITERS: threads may sleep on the word: an unlock must wake
- *               one.  Set by a locker before it sleeps; kept by unlocks and
- *               by the kernel; cleared by an unlock whose wake-up found no
- *               sleeper.  May be stale (a futile wake-up), never missing
- *               while someone sleeps.
- * `state`: bit 0 SHARED (set by init); bit 1 INCONSISTENT (the holder got
- *   EOWNERDEAD and has not called consistent); bit 2 NOTRECOVERABLE.
- * `prev_`, `next_`: the holder's robust-list links, valid only while held
- *   and meaningful only in the holder's process.
  */
 #ifndef SQUAREFREE_ROBUST_H
 #define SQUAREFREE_ROBUST_H
@@ -108,7 +93,7 @@
 SQF_BEGIN_DECLS
 
 typedef struct sqf_robust_mutex {
-    SQF_WORD word;  /* see the invariants above; touch only through this API */
+    SQF_WORD word;  /* its layout is internal; touch it only through this API */
     SQF_WORD state; /* SHARED, INCONSISTENT, NOTRECOVERABLE */
     uint32_t reserved_[4];
     void *prev_; /* robust-list links, where glibc keeps a pthread_mutex_t's */

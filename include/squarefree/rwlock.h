@@ -138,64 +138,18 @@
  * So between processes that may be killed while they hold it, prefer
  * sqf_robust_mutex (robust.h), or re-initialise the lock once no live
  * process uses it.
- *
- * State word (`state`, 64 bits) invariants (bits, meaning):
- *   WRITER   (1<<0)  a writer has the turn.  It holds the lock exactly when
- *                    READERS == 0 and HANDOFF is clear; before that it waits
- *                    (asleep on the low half of `state`) for READERS to
- *                    drain.
- *                    While set, arriving readers wait (PENDING) and arriving
- *                    writers sleep on `writers`.  Set by a writer taking a
- *                    free turn (READERS may be > 0, PENDING must be 0), by a
- *                    hand-off, or by a revocation; cleared by wrunlock or a
- *                    giving-up writer (unless they hand off), or by a
- *                    revoked hand-off.
- *   HANDOFF  (1<<1)  only with WRITER: the turn has been passed to a writer
- *                    woken from `writers` that has not claimed it yet; only
- *                    a thread returning from that wake-up may clear it.  If
- *                    the wake-up found nobody, the passer revokes the turn.
- *   WSLEEP   (1<<2)  writers may be asleep on `writers`: whoever ends the
- *                    current turn (or lets the last owed reader in) hands
- *                    the turn to one of them.  Kept by a hand-off (others
- *                    may sleep too), so it may be stale (or a writer timed
- *                    out): the hand-off then wakes nobody and is revoked,
- *                    which clears WSLEEP and wakes any writer that fell
- *                    asleep meanwhile.  Never set while WRITER and PENDING
- *                    are both clear.
- *   (bit 3 is always 0.)
- *   PENDING  (bits 4..17)   readers waiting to get in.  With WRITER set they
- *                    wait (asleep on `readers`) for the turn to end; with
- *                    WRITER clear they are owed their places (released by a
- *                    wrunlock, a writer that gave up or a revoked hand-off)
- *                    and each moves itself from PENDING to READERS; no
- *                    writer may take the turn until PENDING is 0, or until a
- *                    waiting writer revokes them after SQF_RWLOCK_STALL_NS
- *                    with no progress.
- *   READERS  (bits 18..31)  readers holding the lock.
- *   EPOCH    (bits 32..63)  the number of revocations (mod 2^32), advanced
- *                    by the CAS that empties PENDING and takes the turn from
- *                    stalled owed readers.  A waiting reader remembers the
- *                    EPOCH it counted itself in; once it has moved, the
- *                    reader is no longer counted, and every CAS it makes
- *                    compares EPOCH too.
- *   READERS + PENDING <= SQF_RWLOCK_MAX_READERS.  Idle is any EPOCH with
- *   the low half 0; the all-zero initialiser is valid.
- * `readers`: bit 0 SHARED (set by init, never changed); bits 1..31 a count
- *   advanced (by 2) after every release of waiting readers, so that a reader
- *   about to sleep notices one that happened since it looked.
- * `writers`: a count advanced after every hand-off of the turn (and every
- *   revoked one), likewise for writers about to sleep.
  */
 #ifndef SQUAREFREE_RWLOCK_H
 #define SQUAREFREE_RWLOCK_H
 
 #include <squarefree/bits/common.h>
+#include <squarefree/bits/fastpath.h>
 #include <squarefree/time.h>
 
 SQF_BEGIN_DECLS
 
 typedef struct sqf_rwlock {
-    SQF_WORD64 state; /* the lock (low half) and EPOCH: see the invariants above */
+    SQF_WORD64 state; /* internal: touch only through this API */
     SQF_WORD readers; /* waiting readers sleep here; bit 0: SHARED */
     SQF_WORD writers; /* writers waiting for the turn sleep here */
 } sqf_rwlock;
@@ -212,16 +166,6 @@ typedef struct sqf_rwlock {
 /** How long a waiting writer lets released readers go without one of them
  *  claiming its place before it revokes their places (see Fairness). */
 #define SQF_RWLOCK_STALL_NS 200000000
-
-/* State word bits (the full table is above); not for direct use. */
-#define SQF_RWLOCK_WRITER_  1u
-#define SQF_RWLOCK_HANDOFF_ 2u
-#define SQF_RWLOCK_WSLEEP_  4u
-#define SQF_RWLOCK_PENDING_ (1u << 4)      /* one waiting reader */
-#define SQF_RWLOCK_PMASK_   (0x3fffu << 4) /* all of PENDING */
-#define SQF_RWLOCK_READER_  (1u << 18)     /* one holding reader */
-#define SQF_RWLOCK_RFULL_   (SQF_RWLOCK_MAX_READERS << 18)
-#define SQF_RWLOCK_EUNIT_   (1ull << 32) /* one revocation */
 
 /** Initialise *l unlocked.  flags: SQF_PRIVATE (0) or SQF_SHARED.  Needed
  *  only for SQF_SHARED or to reuse memory; zeroed memory is a valid lock.

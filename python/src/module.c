@@ -30,9 +30,7 @@
 
 #include <squarefree.h>
 
-#include "atomic.h"
-#include "barrier_word.h"
-#include "mutex_word.h"
+/* The one internal header: the module is a driver of the wait protocol. */
 #include "waitop.h"
 
 /* --- shared helpers --------------------------------------------------------- */
@@ -656,7 +654,7 @@ static PyObject *Lock_release(LockObject *self, PyObject *unused)
 static PyObject *Lock_locked(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    return PyBool_FromLong((at_load(mu_word(&self->mu), RLX) & MU_LOCKED) != 0);
+    return PyBool_FromLong(sqf_mutex_is_locked(&self->mu));
 }
 
 static PyObject *Lock_exit(LockObject *self, PyObject *args)
@@ -814,7 +812,7 @@ static bool cond_owned(CondObject *self)
 {
     LockObject *l = self->lock;
     if (cond_is_rlock(self)) return l->count > 0 && l->owner == PyThread_get_thread_ident();
-    return (at_load(mu_word(&l->mu), RLX) & MU_LOCKED) != 0;
+    return sqf_mutex_is_locked(&l->mu);
 }
 
 static PyObject *Cond_wait(CondObject *self, PyObject *args, PyObject *kw)
@@ -1172,20 +1170,23 @@ static PyObject *Barrier_abort(BarrierObject *self, PyObject *unused)
 static PyObject *Barrier_parties(BarrierObject *self, void *closure)
 {
     (void)closure;
-    return PyLong_FromUnsignedLong(at_load(ba_parties(&self->b), RLX));
+    unsigned parties = 0;
+    sqf_barrier_state(&self->b, &parties, NULL);
+    return PyLong_FromUnsignedLong(parties);
 }
 
 static PyObject *Barrier_n_waiting(BarrierObject *self, void *closure)
 {
     (void)closure;
-    uint32_t v = at_load(ba_word(&self->b), RLX);
-    return PyLong_FromUnsignedLong(v & BA_BROKEN ? 0 : v & BA_COUNT);
+    unsigned arrived = 0;
+    sqf_barrier_state(&self->b, NULL, &arrived);
+    return PyLong_FromUnsignedLong(arrived);
 }
 
 static PyObject *Barrier_broken(BarrierObject *self, void *closure)
 {
     (void)closure;
-    return PyBool_FromLong((at_load(ba_word(&self->b), RLX) & BA_BROKEN) != 0);
+    return PyBool_FromLong(sqf_barrier_state(&self->b, NULL, NULL) == EPIPE);
 }
 
 static PyMethodDef Barrier_methods[] = {

@@ -260,6 +260,15 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* What dsched_at_run_start registered. */
+static void (*run_start[8])(void);
+static int n_run_start;
+
+void dsched_at_run_start(void (*fn)(void))
+{
+    if (n_run_start < (int)(sizeof run_start / sizeof run_start[0])) run_start[n_run_start++] = fn;
+}
+
 struct dsched_result dsched_run(int n, void (*fn)(int, void *), void *arg, uint64_t seed,
                                 const struct dsched_opts *opts)
 {
@@ -284,7 +293,8 @@ struct dsched_result dsched_run(int n, void (*fn)(int, void *), void *arg, uint6
     if (S.o.max_steps <= 0) S.o.max_steps = 1000000;
     S.rng = seed;
     S.now = 1000000000000; /* the same start every run: replays are exact */
-    sqf_mutex_dsched_reset_();
+    for (int i = 0; i < n_run_start; i++)
+        run_start[i]();
     S.steps = S.seq = 0;
     S.ndone = 0;
     S.reqs = NULL; /* a failed run's requests are abandoned with it */

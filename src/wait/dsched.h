@@ -95,7 +95,11 @@ void dsched_await(const void *owner);
 /* The library side (atomic.h, time.c): no-ops outside a run. */
 void sqf_dsched_point(void);
 int64_t sqf_dsched_now(void);
-/* mutex.c's reset of its side table, called at the start of every run. */
-void sqf_mutex_dsched_reset_(void);
+/* Have fn called at the start of every run, before any thread runs: for
+ * library state that outlives a run (mutex.c's side table of wake-up
+ * times), so that every run starts alike and a replay repeats its run.
+ * At most 8 may be registered; a library file registers from a constructor
+ * in the scheduler's build. */
+void dsched_at_run_start(void (*fn)(void));
 
 #endif
