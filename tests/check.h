@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 static long check_passed_, check_failed_;
@@ -54,6 +55,19 @@ static inline long soak(long n)
     long k = atol(s);
     return n * (k > 1 ? k : 100);
 }
+
+/* Wait (10 s at most) until cond holds, then 20 ms more: for waiters that
+ * announce themselves (a count, a WAITERS bit) just before they sleep, so
+ * that the last of them is asleep in the kernel when the test goes on. */
+#define WAIT_ASLEEP(cond)                                                                          \
+    do {                                                                                           \
+        struct timespec wait_asleep_ts_ = {0, 200 * 1000};                                         \
+        for (int wait_asleep_i_ = 0; !(cond) && wait_asleep_i_ < 50000; wait_asleep_i_++)          \
+            nanosleep(&wait_asleep_ts_, NULL);                                                     \
+        CHECK(cond);                                                                               \
+        wait_asleep_ts_.tv_nsec = 20 * 1000 * 1000;                                                \
+        nanosleep(&wait_asleep_ts_, NULL);                                                         \
+    } while (0)
 
 static void watchdog_fire_(int sig)
 {

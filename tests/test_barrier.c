@@ -16,6 +16,7 @@
 
 #include "atomic.h"
 #include "check.h"
+#include "park.h"
 
 #define B_COUNT   ((1u << 21) - 1) /* the words' bits (see barrier.h) */
 #define B_WAITERS (1u << 21)
@@ -44,12 +45,7 @@ static uint32_t waiters_of(sqf_barrier *b)
  * in the kernel. */
 static void wait_until_sleeping(sqf_barrier *b, uint32_t n)
 {
-    sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while ((waiters_of(b) < n || !(release_of(b) & B_WAITERS)) && sqf_now() < stop)
-        usleep(200);
-    CHECK_EQ(waiters_of(b), n);
-    CHECK(release_of(b) & B_WAITERS);
-    usleep(20 * 1000);
+    WAIT_ASLEEP(waiters_of(b) == n && (release_of(b) & B_WAITERS));
 }
 
 static int calls;
@@ -110,6 +106,41 @@ static void test_bad_input(void)
 }
 
 /* One party: every wait is the last arrival; it never sleeps. */
+/* sqf_barrier_state: parties, arrivals in the phase, EPIPE once broken. */
+static void *arrive_one(void *b)
+{
+    CHECK_EQ(sqf_barrier_wait(b, NULL), 0);
+    return NULL;
+}
+
+static void test_state(void)
+{
+    sqf_barrier b;
+    unsigned parties = 9, arrived = 9;
+    CHECK_EQ(sqf_barrier_state(NULL, &parties, &arrived), EINVAL);
+    CHECK_EQ(sqf_barrier_init(&b, 3, SQF_PRIVATE), 0);
+    CHECK_EQ(sqf_barrier_state(&b, NULL, NULL), 0);
+    CHECK_EQ(sqf_barrier_state(&b, &parties, &arrived), 0);
+    CHECK_EQ(parties, 3);
+    CHECK_EQ(arrived, 0);
+    pthread_t t[2];
+    pthread_create(&t[0], NULL, arrive_one, &b);
+    WAIT_ASLEEP(sqf_barrier_state(&b, NULL, &arrived) == 0 && arrived == 1);
+    CHECK_EQ(arrived, 1);
+    pthread_create(&t[1], NULL, arrive_one, &b);
+    WAIT_ASLEEP(sqf_barrier_state(&b, NULL, &arrived) == 0 && arrived == 2);
+    CHECK_EQ(sqf_barrier_wait(&b, NULL), 0); /* the third: the phase is released */
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    CHECK_EQ(sqf_barrier_state(&b, &parties, &arrived), 0);
+    CHECK_EQ(arrived, 0);
+    CHECK_EQ(sqf_barrier_abort(&b), 0);
+    CHECK_EQ(sqf_barrier_state(&b, &parties, &arrived), EPIPE);
+    CHECK_EQ(parties, 3);
+    CHECK_EQ(arrived, 0);
+    CHECK_EQ(sqf_barrier_destroy(&b), 0);
+}
+
 static void test_one_party(void)
 {
     sqf_barrier b = SQF_BARRIER_INIT(1);
@@ -279,26 +310,9 @@ static void check_full_phase(sqf_barrier *b, int n)
     CHECK_EQ(sqf_barrier_destroy(b), 0);
 }
 
-static sem_t park;
-static sqf_word parked;
-
-static void park_handler(int sig)
-{
-    (void)sig;
-    at_add(&parked, 1, SC);
-    while (sem_wait(&park) != 0) {
-    }
-}
-
 static void park_all(pthread_t *t, int n)
 {
-    at_store(&parked, 0, SC);
-    for (int i = 0; i < n; i++)
-        pthread_kill(t[i], SIGUSR1);
-    sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while (at_load(&parked, SC) < (uint32_t)n && sqf_now() < stop)
-        usleep(100);
-    CHECK_EQ(at_load(&parked, SC), n);
+    park_threads(t, n);
 }
 
 static void test_abort_reset(void)
@@ -329,8 +343,7 @@ static void test_abort_reset(void)
     CHECK_EQ(sqf_barrier_reset(&b), EBUSY);
     CHECK_EQ(sqf_barrier_destroy(&b), EBUSY);
     CHECK_EQ(word_of(&b), broken);
-    for (int i = 0; i < P - 1; i++)
-        sem_post(&park);
+    unpark_threads(P - 1);
     for (int i = 0; i < P - 1; i++) {
         pthread_join(t[i], NULL);
         CHECK_EQ(w[i].result, EPIPE);
@@ -522,14 +535,10 @@ static void test_extra_thread(void)
 int main(void)
 {
     watchdog(60);
-    sem_init(&park, 0, 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = park_handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
+    park_init();
     test_bad_input();
     test_one_party();
+    test_state();
     run_phases(0);
     run_phases(1);
     test_abort_reset();

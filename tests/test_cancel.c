@@ -69,10 +69,7 @@ static void *wait_thread(void *arg)
 
 static void wait_until_sleeping(sqf_event *e, uint32_t n)
 {
-    sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while (at_load((sqf_word *)&e->waiters, SC) < n && sqf_now() < stop)
-        usleep(200);
-    usleep(30 * 1000);
+    WAIT_ASLEEP(at_load((sqf_word *)&e->waiters, SC) >= n);
 }
 
 static void test_waking(void)

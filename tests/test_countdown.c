@@ -10,6 +10,7 @@
 
 #include "atomic.h"
 #include "check.h"
+#include "park.h"
 
 /* The whole state word (white box: the layout is documented in the header). */
 static uint64_t state_of(sqf_countdown *c)
@@ -200,43 +201,22 @@ static void *write_then_down(void *arg)
 
 static void wait_until_sleeping(sqf_countdown *c, uint32_t n)
 {
-    sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while ((at_load((sqf_word *)&c->waiters, SC) < n || !(high_of(c) & HI_WAITERS)) &&
-           sqf_now() < stop)
-        usleep(200);
-    usleep(20 * 1000); /* WAITERS is set just before the sleep: let them sleep */
+    WAIT_ASLEEP(at_load((sqf_word *)&c->waiters, SC) >= n && (high_of(c) & HI_WAITERS));
 }
 
 /* Parking: a signal handler holds each waiter still (out of its futex wait)
  * while the main thread takes the count to zero and straight up again, so
  * that every waiter can only see a non-zero count when it resumes: only the
  * generation can tell it that the count reached zero meanwhile. */
-static sem_t park;
-static sqf_word parked;
-
-static void park_handler(int sig)
-{
-    (void)sig;
-    at_add(&parked, 1, SC);
-    while (sem_wait(&park) != 0) {
-    }
-}
 
 static void zero_then_up_while_parked(sqf_countdown *c, pthread_t *t, int n)
 {
-    at_store(&parked, 0, SC);
-    for (int i = 0; i < n; i++)
-        pthread_kill(t[i], SIGUSR1);
-    sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while (at_load(&parked, SC) < (uint32_t)n && sqf_now() < stop)
-        usleep(100);
-    CHECK_EQ(at_load(&parked, SC), n);
+    park_threads(t, n);
     for (int i = 0; i < WRITERS; i++)
         payload[i] = 10 * (i + 1);
     CHECK_EQ(sqf_countdown_down_n(c, WRITERS), 0); /* to zero ... */
     CHECK_EQ(sqf_countdown_up(c, 1), 0);           /* ... and up before anyone runs */
-    for (int i = 0; i < n; i++)
-        sem_post(&park);
+    unpark_threads(n);
 }
 
 /* Reaching zero wakes all (round 0: WRITERS threads each write and count
@@ -340,12 +320,7 @@ static void test_free_after_wake(void)
 int main(void)
 {
     watchdog(60);
-    sem_init(&park, 0, 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = park_handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
+    park_init();
     test_bad_input();
     test_basic();
     test_wakes_and_generations();

@@ -7,6 +7,7 @@
 
 #include "atomic.h"
 #include "check.h"
+#include "park.h"
 
 static uint32_t word_of(sqf_event *e)
 {
@@ -76,40 +77,20 @@ static void *wait_thread(void *arg)
 
 static void wait_until_sleeping(sqf_event *e, uint32_t n)
 {
-    sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while ((at_load((sqf_word *)&e->waiters, SC) < n || !(word_of(e) & 2)) && sqf_now() < stop)
-        usleep(200);
-    usleep(20 * 1000); /* WAITERS is set just before the sleep: let it sleep */
+    WAIT_ASLEEP(at_load((sqf_word *)&e->waiters, SC) >= n && (word_of(e) & 2));
 }
 
 /* Parking: a signal handler that holds a waiter still (out of its futex
  * wait) while the main thread sets and clears, so that every waiter can
  * only see the cleared event when it resumes: only the generation count can
  * tell it that a set happened. */
-static sem_t park;
-static sqf_word parked;
-
-static void park_handler(int sig)
-{
-    (void)sig;
-    at_add(&parked, 1, SC);
-    while (sem_wait(&park) != 0) {
-    }
-}
 
 static void set_while_parked(sqf_event *e, pthread_t *t, int n)
 {
-    at_store(&parked, 0, SC);
-    for (int i = 0; i < n; i++)
-        pthread_kill(t[i], SIGUSR1);
-    sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while (at_load(&parked, SC) < (uint32_t)n && sqf_now() < stop)
-        usleep(100);
-    CHECK_EQ(at_load(&parked, SC), n);
+    park_threads(t, n);
     CHECK_EQ(sqf_event_set(e), 0);
     CHECK_EQ(sqf_event_clear(e), 0);
-    for (int i = 0; i < n; i++)
-        sem_post(&park);
+    unpark_threads(n);
 }
 
 /* Set wakes all; a set immediately undone by clear still releases the
@@ -148,12 +129,7 @@ static void test_wakes_and_generations(void)
 int main(void)
 {
     watchdog(60);
-    sem_init(&park, 0, 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = park_handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
+    park_init();
     test_bad_input();
     test_basic();
     test_wakes_and_generations();

@@ -15,6 +15,7 @@
 
 #include "atomic.h"
 #include "check.h"
+#include "park.h"
 #include "watchpoint.h"
 
 #define L_WAITERS 1u /* bit 0 of the word (see latch.h) */
@@ -38,11 +39,7 @@ static uint32_t waiters_of(sqf_latch *l)
  * little longer so that the last of them is asleep in the kernel. */
 static void wait_until_sleeping(sqf_latch *l, uint32_t n)
 {
-    sqf_deadline stop = sqf_after(10 * SQF_SEC);
-    while ((waiters_of(l) < n || !(word_of(l) & L_WAITERS)) && sqf_now() < stop)
-        usleep(200);
-    CHECK_EQ(waiters_of(l), n);
-    usleep(20 * 1000);
+    WAIT_ASLEEP(waiters_of(l) == n && (word_of(l) & L_WAITERS));
 }
 
 static void test_bad_input(void)
@@ -283,16 +280,6 @@ static void test_abort(void)
 /* Parking: a signal handler holds the sleepers out of their futex wait while
  * the main thread opens (or aborts) the latch; they must notice on resuming
  * without any wake-up. */
-static sem_t park;
-static sqf_word parked;
-
-static void park_handler(int sig)
-{
-    (void)sig;
-    at_add(&parked, 1, SC);
-    while (sem_wait(&park) != 0) {
-    }
-}
 
 static void test_change_while_parked(void)
 {
@@ -307,17 +294,10 @@ static void test_change_while_parked(void)
             pthread_create(&t[i], NULL, wait_thread, &w[i]);
         }
         wait_until_sleeping(&l, N);
-        at_store(&parked, 0, SC);
-        for (int i = 0; i < N; i++)
-            pthread_kill(t[i], SIGUSR1);
-        sqf_deadline stop = sqf_after(10 * SQF_SEC);
-        while (at_load(&parked, SC) < N && sqf_now() < stop)
-            usleep(100);
-        CHECK_EQ(at_load(&parked, SC), N);
+        park_threads(t, N);
         CHECK_EQ(abort ? sqf_latch_abort(&l) : sqf_latch_count_down(&l, 1), 0);
         CHECK_EQ(sqf_latch_destroy(&l), EBUSY); /* parked, but still inside */
-        for (int i = 0; i < N; i++)
-            sem_post(&park);
+        unpark_threads(N);
         for (int i = 0; i < N; i++) {
             pthread_join(t[i], NULL);
             CHECK_EQ(w[i].result, abort ? EPIPE : 0);
@@ -462,12 +442,7 @@ static void test_free_at_once(void)
 int main(void)
 {
     watchdog(60);
-    sem_init(&park, 0, 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = park_handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
+    park_init();
     test_bad_input();
     test_single_thread();
     test_open_wakes_all();

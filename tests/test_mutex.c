@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "mutex_word.h"
+#include "wait.h"
 
 static uint32_t word_of(sqf_mutex *m)
 {
@@ -106,6 +107,23 @@ static void expect_handed_off(sqf_mutex *m, struct waiter *w)
 
 /* unlock_fair hands the lock to the sleeper: LOCKED never drops, so a
  * barging trylock right after the unlock must fail. */
+/* sqf_mutex_is_locked: a snapshot, 0 for NULL, whatever else the word holds. */
+static void test_is_locked(void)
+{
+    sqf_mutex m = SQF_MUTEX_INIT;
+    CHECK_EQ(sqf_mutex_is_locked(NULL), 0);
+    CHECK_EQ(sqf_mutex_is_locked(&m), 0);
+    CHECK_EQ(sqf_mutex_lock(&m), 0);
+    CHECK_EQ(sqf_mutex_is_locked(&m), 1);
+    CHECK_EQ(sqf_mutex_unlock(&m), 0);
+    CHECK_EQ(sqf_mutex_is_locked(&m), 0);
+    CHECK_EQ(sqf_mutex_init(&m, SQF_SHARED), sqf_wait_shared_supported() ? 0 : ENOTSUP);
+    CHECK_EQ(sqf_mutex_trylock(&m), 0);
+    CHECK_EQ(sqf_mutex_is_locked(&m), 1);
+    CHECK_EQ(sqf_mutex_unlock(&m), 0);
+    CHECK_EQ(sqf_mutex_is_locked(&m), 0);
+}
+
 static void test_unlock_fair_hands_off(void)
 {
     sqf_mutex m = SQF_MUTEX_INIT;
@@ -262,6 +280,7 @@ int main(void)
     watchdog(60);
     test_bad_input();
     test_basic();
+    test_is_locked();
     test_unlock_fair_hands_off();
     test_starving_sleeper_gets_handoff();
     test_timeouts_do_not_strand();

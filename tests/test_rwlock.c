@@ -22,6 +22,7 @@
 
 #include "atomic.h"
 #include "check.h"
+#include "park.h"
 #include "wait.h"
 
 #define R_UNIT  SQF_RWLOCK_READER_
@@ -481,22 +482,10 @@ static void test_timed_out_writer_passes_turn(void)
 
 /* Parking: a signal handler that holds a thread still, out of its futex
  * wait, so that a wake-up meant for it finds nobody. */
-static sem_t park;
-static sqf_word parked;
-
-static void park_handler(int sig)
-{
-    (void)sig;
-    at_add(&parked, 1, SC);
-    while (sem_wait(&park) != 0) {
-    }
-}
 
 static void park_thread(pthread_t t)
 {
-    at_store(&parked, 0, SC);
-    pthread_kill(t, SIGUSR1);
-    WAIT_UNTIL(at_load(&parked, SC) == 1);
+    park_threads(&t, 1);
 }
 
 /* Readers released by a writer that gave up are owed the lock: while one of
@@ -536,7 +525,7 @@ static void test_released_readers_are_owed(void)
     CHECK(!got(&w2));
     CHECK_EQ(state_of(&l) & WRITER, 0);
     CHECK(sqf_now() > r.deadline);
-    sem_post(&park); /* the reader claims its place and hands w2 the turn */
+    unpark_threads(1); /* the reader claims its place and hands w2 the turn */
     WAIT_UNTIL(got(&r));
     WAIT_UNTIL((state_of(&l) & (WRITER | HANDOFF)) == WRITER);
     CHECK_EQ(held(&l), 2);
@@ -577,7 +566,7 @@ static void test_stalled_reader_is_revoked(void)
     CHECK(sqf_now() - t0 >= SQF_RWLOCK_STALL_NS);
     CHECK_EQ(pending(&l), 0);
     CHECK_EQ(state_of(&l) & EPOCH, epoch + SQF_RWLOCK_EUNIT_);
-    sem_post(&park);
+    unpark_threads(1);
     WAIT_UNTIL(pending(&l) == 1); /* waits again, for this write phase */
     CHECK(!got(&r));
     CHECK_EQ(sqf_rwlock_wrunlock(&l), 0);
@@ -784,12 +773,7 @@ static void test_shared(void)
 int main(void)
 {
     watchdog(60);
-    sem_init(&park, 0, 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = park_handler;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGUSR1, &sa, NULL);
+    park_init();
     test_bad_input();
     test_basic();
     test_overflow();
