@@ -8,9 +8,11 @@
 #                                  --quick, into out/report/seed_scripts.csv and .png)
 #   scripts/run.sh ARGS...         sqbench ARGS...   (e.g. `report`, `s2 --n 100,1600`)
 #
-# The quick report takes about 3 minutes on 2 cores; `scripts/run.sh report
+# The quick report takes about 5 minutes on 2 cores; `scripts/run.sh report
 # --csv out/full` is the full one (much longer: O1 alone runs 1 s per point).
 # Raw runs go to out/report/sqbench.csv, plots next to it (PNG and SVG).
+# Every report (the default, or ARGS starting with `report`) also writes its
+# date, machine and summary into docs/results.md (scripts/results_page.py).
 #
 # Environment: SQF_JOBS (default 2) sets build parallelism.
 # The numbers are only as quiet as the machine: do not run it while other
@@ -32,12 +34,19 @@ cmake --build "$BUILD" -j "$JOBS" --target sqbench
 if [ $# -gt 0 ]; then
     echo "== run.sh: bench/sqbench $*"
     echo
-    exec "$BUILD/bench/sqbench" "$@"
+    if [ "$1" != report ]; then
+        exec "$BUILD/bench/sqbench" "$@"
+    fi
+    mkdir -p "$ROOT/out"
+    "$BUILD/bench/sqbench" "$@" | tee "$ROOT/out/last-report.txt"
+    /usr/bin/python3 "$ROOT/scripts/results_page.py" "$ROOT/out/last-report.txt" "sqbench $*"
+    exit 0
 fi
 
 echo "== run.sh: bench/sqbench report --quick --csv out/report"
 echo
-"$BUILD/bench/sqbench" report --quick --csv "$ROOT/out/report"
+mkdir -p "$ROOT/out/report"
+"$BUILD/bench/sqbench" report --quick --csv "$ROOT/out/report" | tee "$ROOT/out/report/report.txt"
 
 # The Python part: the module built (Release) into a venv of Debian's python3.
 echo
@@ -50,4 +59,7 @@ rm -rf "$VENV" "$ROOT/python/build" "$ROOT"/python/*.egg-info
 rm -rf "$ROOT/python/build" "$ROOT"/python/*.egg-info
 # Debian's python3 (matplotlib) draws; the venv's runs each script.
 (cd "$ROOT/out/release" && /usr/bin/python3 "$ROOT/python/bench/seed_scripts.py" --quick \
-    --python "$VENV/bin/python" --csv "$ROOT/out/report/seed_scripts.csv" --plot "$ROOT/out/report")
+    --python "$VENV/bin/python" --csv "$ROOT/out/report/seed_scripts.csv" --plot "$ROOT/out/report") |
+    tee "$ROOT/out/report/seed_scripts.txt"
+/usr/bin/python3 "$ROOT/scripts/results_page.py" "$ROOT/out/report/report.txt" \
+    "sqbench report --quick --csv out/report" "$ROOT/out/report/seed_scripts.txt"

@@ -282,6 +282,14 @@ config_install() {
     gcc -std=c11 "${warn[@]}" "$src/consumer.c" -o "$work/consumer_pc" "${cflags[@]}" "${libs[@]}"
     LD_LIBRARY_PATH="$libdir" "${run[@]}" "$work/consumer_pc"
 
+    echo "-- the README's quick-start program, built as its comment says (pkg-config)"
+    awk '/^```c/ { inside = 1; next } /^```/ { if (inside) exit } inside' "$ROOT/README.md" \
+        >"$work/readme_hello.c"
+    grep -q 'int main' "$work/readme_hello.c" || { echo "test.sh: README has no quick-start program" >&2; return 1; }
+    gcc -std=c11 "${warn[@]}" "$work/readme_hello.c" -o "$work/readme_hello" "${cflags[@]}" "${libs[@]}"
+    [[ $(LD_LIBRARY_PATH="$libdir" "${run[@]}" "$work/readme_hello" | wc -l) -eq 100 ]] ||
+        { echo "test.sh: the README's program did not run its 100 workers" >&2; return 1; }
+
     echo "-- pkg-config consumer, C11 (clang), static library"
     clang -std=c11 "${warn[@]}" "$src/consumer.c" -o "$work/consumer_static" "${cflags[@]}" \
         "$libdir/libsquarefree.a" "${static_libs[@]}"

@@ -12,7 +12,7 @@
  * - the last arrival releases the whole phase with ONE kernel call; woken
  *   threads wake straight into running code (no mutex to re-acquire), so a
  *   phase of N parties costs O(N) in total, and no woken thread waits for
- *   another (seeds/000's cure for "the square");
+ *   another (the cure for the square problem);
  * - sqf_barrier_abort breaks the barrier (every waiter gets EPIPE) so that
  *   one failed party cannot strand the rest; sqf_barrier_reset repairs it.
  *

@@ -16,7 +16,7 @@
  *   wake straight into running code (no mutex to re-acquire), so n waiters
  *   cost O(n) in total and no woken thread waits for another.
  *
- * The mutex case of seeds/000 ("Kill the square", point 5): an unknown
+ * The mutex case of the square problem (aiologic's "Kill the square", point 5): an unknown
  * number of threads pass through a lock, and each one that is through would
  * keep running (and keep the scheduler busy) while the rest still queue for
  * the lock.  Count up before the operation, down after it, and wait: the

@@ -8,8 +8,8 @@
  *   does setting one that is already set;
  * - set wakes every sleeper with ONE kernel call; sleepers wake straight
  *   into running code (there is no mutex to re-acquire), so n waiters cost
- *   O(n) in total and no woken thread waits for another (seeds/000's cure
- *   for "the square").
+ *   O(n) in total and no woken thread waits for another (the cure for
+ *   the square problem).
  *
  *     static sqf_event ready = SQF_EVENT_INIT;
  *

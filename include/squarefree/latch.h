@@ -11,7 +11,7 @@
  * - the count_down that opens the latch wakes every sleeper with ONE kernel
  *   call, and sleepers wake straight into running code (there is no mutex to
  *   re-acquire), so n waiters cost O(n) in total and no woken thread waits
- *   for another (seeds/000's cure for "the square");
+ *   for another (the cure for the square problem);
  * - sqf_latch_abort breaks the latch instead: every current and future
  *   waiter returns EPIPE, so one failed worker cannot strand the others.
  *

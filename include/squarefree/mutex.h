@@ -62,13 +62,12 @@
  *   (say, one alternating between two mutexes).  A woken sleeper that has
  *   waited over a millisecond sets TURN as soon as it is NEXT.
  * - Sleepers are woken for the NEXT place in the kernel's order (FIFO among
- *   equal priorities), so the turns go round the queue.  sqbench O1 (lock,
- *   increment, unlock in a loop; 1 s runs; 2 CPUs) measures Jain's index of
- *   the per-thread acquisitions at 0.9 or more with 16, 64 and 256 threads,
- *   where a pthread mutex gives about 0.6 at 256 and Abseil's and nsync's
- *   about 0.4 and 0.5.  The price is throughput: about 40 M acquisitions/s
- *   where a 1 ms turn gives 45 M (and Jain 0.8), and Abseil, which keeps the
- *   lock with one thread for long stretches, up to 60 M.
+ *   equal priorities), so the turns go round the queue, and with many more
+ *   threads than CPUs each gets about the same share of the acquisitions
+ *   (sqbench O1 measures it as Jain's index).  The price is throughput: a
+ *   lock that keeps running with one thread for long stretches hands over
+ *   less often and so runs more acquisitions per second, unevenly shared;
+ *   the slice sets the trade.
  * - A waiter that cannot wait awake (an event loop's wait, any waiter of a
  *   process-shared mutex, any waiter on one CPU) sets STARVING instead
  *   after about 1 ms, which switches the lock into hand-off mode: every
@@ -121,8 +120,8 @@
  * keep a yielding NEXT, or a woken sleeper, off the CPU for hundreds of
  * microseconds while other CPUs idle; so one of the first 8 unlocks after
  * a yield or a wake-up that finds it more than 50 us old wakes one more
- * sleeper (4 threads on 2 CPUs, sqbench C1 at 20 % hold: parallelism 1.45
- * became 1.7).  The first 8 only: a runner that re-takes the lock makes
+ * sleeper, so that idle CPUs run the waiters that could run.  The first 8
+ * only: a runner that re-takes the lock makes
  * thousands of unlocks while a woken thread waits for a CPU, and waking
  * more would then only crowd the CPUs.  A woken sleeper
  * that finds the lock taken tries to become NEXT before it sleeps again.  The
@@ -130,9 +129,9 @@
  * process) is capped at half the CPUs the process may use (at least one),
  * and there is none on one CPU.  A process-shared mutex does not wait
  * awake: the cap is kept per process, so it cannot bound the watchers of
- * many processes (400 processes queueing on one shared mutex on 2 CPUs
- * burned 229 ms of CPU in a 166 ms run with spinning, 55 ms without, and
- * handed the lock on faster), and a process that died while NEXT would
+ * many processes (hundreds of processes queueing on one shared mutex would
+ * watch it awake at once, burning the CPUs the holder needs), and a
+ * process that died while NEXT would
  * leave its sleepers unwoken.  The holder's lock word tells the unlocker
  * whether anyone sleeps, so an unlock makes a system call only when it has
  * someone to wake.

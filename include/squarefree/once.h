@@ -10,7 +10,7 @@
  * - callers that arrive while the function runs sleep in the kernel (they
  *   never spin or poll), and ALL of them are woken by one system call when
  *   it finishes, so n callers cost O(n) in total, not O(n^2) (no waiter is
- *   woken one per scheduler pass; see "the square problem" in seeds/000).
+ *   woken one per scheduler pass; see the square problem in the README).
  *
  *     static sqf_once table_once = SQF_ONCE_INIT;
  *     static struct table *table;

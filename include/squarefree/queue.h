@@ -109,7 +109,7 @@
  * Wake-ups: so a push_n of k items to k sleeping consumers costs the
  * producer one system call (two in hand-off mode: the starving consumer
  * wakes the rest) and the consumers O(k) wake-ups in total, and no woken
- * thread waits for another to be scheduled (seeds/000's "square" cure).  A
+ * thread waits for another to be scheduled (the cure for the square problem).  A
  * woken waiter that finds its item taken sleeps again; each item causes at
  * most one such futile wake-up, plus one for each sleeper woken for an item
  * that was still being copied in (it is woken again when that push ends).

@@ -11,7 +11,7 @@
  * - a writer's unlock lets every waiting reader in with ONE kernel call, and
  *   those readers then run without waiting for one another (each claims its
  *   own place with one atomic operation, in whatever order they are
- *   scheduled: seeds/000's "square" cure).
+ *   scheduled: the cure for the square problem).
  *
  *     static sqf_rwlock lock = SQF_RWLOCK_INIT;
  *     static struct config cfg;

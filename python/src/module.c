@@ -745,8 +745,8 @@ static PyTypeObject LockType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Lock()\n\nA mutual-exclusion lock, as threading.Lock: any thread may release "
               "it; a release of an unlocked lock raises RuntimeError.  An unlock wakes at most "
-              "one waiter, and a waiter that has slept too long is handed the lock (no "
-              "starvation).",
+              "one waiter, and a thread that keeps re-taking the lock passes it on after a "
+              "short turn, so waiters are served in turn (no starvation).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Lock_init,
     .tp_methods = Lock_methods,

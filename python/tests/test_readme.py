@@ -11,7 +11,7 @@ README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 def python_blocks():
     with open(README, encoding="utf-8") as f:
         text = f.read()
-    section = text[text.index("## Python (`python/`)"):]
+    section = text[text.index("## Python\n"):]
     section = section[:section.index("\n## ", 1)]
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
