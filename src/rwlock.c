@@ -428,9 +428,12 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
         /* Another writer has the turn, or released readers are owed theirs
          * (WRITER clear, PENDING > 0): sleep until a hand-off. */
         if (stop) return stop; /* not dequeued by a hand-off: nothing consumed */
-        /* While readers are waiting or owed, look again every
-         * SQF_RWLOCK_STALL_NS: if the turn's end releases them and they
-         * never claim their places, no hand-off will come. */
+        /* While another writer has the turn or readers are owed, look
+         * again every SQF_RWLOCK_STALL_NS: readers may queue behind that
+         * turn at any moment, and if its end releases them and they never
+         * claim their places, no hand-off will come (a writer that slept
+         * without looking again because none waited yet would sleep until
+         * its deadline). */
         sqf_deadline check = SQF_FOREVER;
         if (!(v & RW_WRITER)) {
             if (owed_stalled(rs, v, at_load(rq(l), RLX), &check)) {
@@ -439,7 +442,7 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
             }
         } else {
             rs->owed_seen = false;
-            if (pending(v)) check = sqf_now() + SQF_RWLOCK_STALL_NS;
+            check = sqf_now() + SQF_RWLOCK_STALL_NS;
         }
         if (!(v & RW_WSLEEP) && !at_cas64(s, &v, v | RW_WSLEEP, RLX)) continue;
         op->word = wq(l);

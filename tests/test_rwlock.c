@@ -575,6 +575,36 @@ static void test_stalled_reader_is_revoked(void)
     CHECK_EQ(busy(&l), 0);
 }
 
+/* The same, with the writer asleep before any reader waits: it went to
+ * sleep behind another writer's turn with nobody pending, then a reader
+ * queued behind that turn and was released by its end without claiming
+ * (parked).  No hand-off will come, so the sleeping writer must look again
+ * on its own and revoke the reader within about two stall times, not sleep
+ * until its deadline. */
+static void test_writer_asleep_before_reader_revokes(void)
+{
+    sqf_rwlock l = SQF_RWLOCK_INIT;
+    reset_counters();
+    CHECK_EQ(sqf_rwlock_wrlock(&l), 0);
+    struct op w = {.l = &l, .write = 1, .deadline = sqf_after(4 * SQF_RWLOCK_STALL_NS)};
+    start(&w);
+    WAIT_UNTIL(state_of(&l) & WSLEEP);
+    settle();
+    CHECK_EQ(pending(&l), 0); /* nobody waited when it went to sleep */
+    struct op r = {.l = &l, .deadline = SQF_FOREVER};
+    start(&r);
+    WAIT_UNTIL(pending(&l) == 1);
+    settle();
+    park_thread(r.t);
+    CHECK_EQ(sqf_rwlock_wrunlock(&l), 0); /* releases the parked reader; no hand-off */
+    join(&w);
+    CHECK_EQ(w.result, 0); /* revoked the reader (before: ETIMEDOUT at its deadline) */
+    unpark_threads(1);
+    join(&r);
+    CHECK_EQ(r.result, 0);
+    CHECK_EQ(busy(&l), 0);
+}
+
 /* Writers among themselves: the turn is handed to sleepers in the order
  * they went to sleep, and no barging trylock can take it meanwhile. */
 static void test_writers_fifo_handoff(void)
@@ -785,6 +815,7 @@ int main(void)
     test_timed_out_writer_passes_turn();
     test_released_readers_are_owed();
     test_stalled_reader_is_revoked();
+    test_writer_asleep_before_reader_revokes();
     test_writers_fifo_handoff();
     test_timeouts();
     test_regression_revoke_strands_late_sleeper();

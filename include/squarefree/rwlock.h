@@ -92,9 +92,10 @@
  * writers waiting for their turn on `writers`, and the one writer that has
  * the turn and waits for readers to leave sleeps on `state` itself.  Each
  * kind of waiter thus has a futex queue of its own, which makes every
- * wake-up exact.  The one poll: a writer asleep while readers wait or are
- * owed their places looks again every SQF_RWLOCK_STALL_NS (to revoke
- * readers that will never claim), and rejoins the writers' queue at its
+ * wake-up exact.  The one poll: a writer asleep behind another writer's
+ * turn, or while readers are owed their places, looks again every
+ * SQF_RWLOCK_STALL_NS (readers that queue behind the turn may be released
+ * and never claim: it revokes them), and rejoins the writers' queue at its
  * end when it does; so writers are served first come, first served among
  * waits shorter than that.
  *
