@@ -8,9 +8,9 @@
  * unlock, which wakes another, happens in these too); and, with a long
  * critical section, the watcher offering its CPU, its yield timed for late
  * wake-ups.  (An unlock that finds the yielding watcher late is reached in
- * explore_race.)  And a time-out decided on the lock word as it is after
- * the deadline: a timed locker that returns ETIMEDOUT found the lock held
- * at its deadline. */
+ * explore_race.)  And time-outs, of sqf_mutex and of sqf_robust_mutex: a
+ * timed locker that returns ETIMEDOUT had not seen the lock freed before
+ * its deadline. */
 #include <errno.h>
 
 #include <squarefree.h>
@@ -136,12 +136,14 @@ static const char *check_combine(void)
 }
 
 /* Thread 0 holds the lock for a while and notes the time right after its
- * unlock; thread 1 locks with a deadline.  Only they use the lock, so a
- * time-out is right only if the unlock came at or after the deadline: had
- * it come before, a look at the word made after the deadline finds the lock
- * free.  (A property check: the window in which a decision on a read made
- * before the clock would break it is one step wide and needs a sleeper's
- * spurious return inside it, so this case rarely reaches it.) */
+ * unlock; thread 1 locks with a deadline; thread 2 only lets the clock run
+ * (so that a deadline can pass between another thread's look at the word
+ * and its look at the clock).  Only 0 and 1 use the lock, so a time-out is
+ * wrong if the unlock came before the deadline: a look at the word made
+ * after the deadline then finds the lock free.  A property check: the rule
+ * the steps follow (decide on a read made after the stop, waitop.h) is
+ * stricter than what can be seen from outside, so a step that broke it
+ * would fail here only when the unlock also came before the deadline. */
 static sqf_deadline freed_at, deadline1;
 static int result1;
 
@@ -154,7 +156,7 @@ static void body_deadline(int id, void *arg)
         critical_for(hold);
         EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
         freed_at = sqf_now();
-    } else {
+    } else if (id == 1) {
         deadline1 = sqf_after((int64_t)(5 + explore_seed / 11 % 60) * 1000);
         result1 = sqf_mutex_timedlock(&mu, deadline1);
         EXPLORE_REQUIRE(result1 == 0 || result1 == ETIMEDOUT);
@@ -162,6 +164,9 @@ static void body_deadline(int id, void *arg)
             critical();
             EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
         }
+    } else {
+        for (int i = 0, n = 20 + (int)(explore_seed / 13 % 80); i < n; i++)
+            dsched_yield();
     }
 }
 
@@ -170,6 +175,48 @@ static const char *check_deadline(void)
     if (result1 == ETIMEDOUT && freed_at < deadline1)
         return "a time-out although the lock was free before the deadline";
     return check_entries(1 + (result1 == 0));
+}
+
+/* The same for the robust mutex (its timed lock sleeps plainly, with no
+ * awake waiter), which the scheduler runs on a simulated robust list. */
+static sqf_robust_mutex rmu;
+
+static void setup_robust(void)
+{
+    setup();
+    sqf_robust_mutex_init(&rmu, SQF_PRIVATE);
+}
+
+static void body_robust_deadline(int id, void *arg)
+{
+    (void)arg;
+    int hold = 2 + (int)(explore_seed / 7 % 40);
+    if (id == 0) {
+        EXPLORE_REQUIRE(sqf_robust_mutex_lock(&rmu) == 0);
+        critical_for(hold);
+        EXPLORE_REQUIRE(sqf_robust_mutex_unlock(&rmu) == 0);
+        freed_at = sqf_now();
+    } else if (id == 1) {
+        deadline1 = sqf_after((int64_t)(5 + explore_seed / 11 % 60) * 1000);
+        result1 = sqf_robust_mutex_timedlock(&rmu, deadline1);
+        EXPLORE_REQUIRE(result1 == 0 || result1 == ETIMEDOUT);
+        if (result1 == 0) {
+            critical();
+            EXPLORE_REQUIRE(sqf_robust_mutex_unlock(&rmu) == 0);
+        }
+    } else {
+        for (int i = 0, n = 20 + (int)(explore_seed / 13 % 80); i < n; i++)
+            dsched_yield();
+    }
+}
+
+static const char *check_robust_deadline(void)
+{
+    if (result1 == ETIMEDOUT && freed_at < deadline1)
+        return "a time-out although the lock was free before the deadline";
+    if (inside != 0) return "a thread still inside";
+    if (entries != 1 + (result1 == 0)) return "entries lost or duplicated";
+    return sqf_robust_mutex_destroy(&rmu) == 0 ? NULL : "the robust mutex is left locked";
 }
 
 int main(void)
@@ -192,14 +239,22 @@ int main(void)
                                check,
                                8000,
                                20};
-    struct explore_case dl = {"mutex time-out decided after the deadline, 2 threads",
-                              2,
+    struct explore_case dl = {"mutex time-out decided after the deadline, 3 threads",
+                              3,
                               setup,
                               body_deadline,
                               check_deadline,
                               8000,
-                              0};
-    explore_spurious_rate = 300; /* the watcher must be back at odd moments */
+                              20};
+    struct explore_case rdl = {"robust mutex time-out decided after the deadline, 3 threads",
+                               3,
+                               setup_robust,
+                               body_robust_deadline,
+                               check_robust_deadline,
+                               8000,
+                               20};
+    explore_spurious_rate = 300; /* the waiter must be back at odd moments */
+    explore(&rdl);
     explore(&dl);
     explore_spurious_rate = 10;
     explore(&lock);

@@ -39,6 +39,8 @@
 #include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../cpu.h"
 #include "../wait.h"
@@ -560,11 +562,19 @@ bool sqf_wait_shared_supported(void)
     return true;
 }
 
-/* No robust mutex here: the kernel's robust list needs the futex backend. */
+/* The robust mutex runs here on a list of its own per thread, which the
+ * kernel never sees: its locks, unlocks and waits are explored as on the
+ * real seam, but nothing walks the list when a thread ends (owner death is
+ * tested between real processes, tests/process_robust.c). */
 _Thread_local struct sqf_thread_self sqf_self_ __attribute__((tls_model("initial-exec")));
+static _Thread_local struct sqf_robust_head dsched_robust_head;
 
 struct sqf_thread_self *sqf_self_fill_(long futex_offset)
 {
-    (void)futex_offset;
-    return NULL;
+    dsched_robust_head.list = &dsched_robust_head.list; /* empty */
+    dsched_robust_head.futex_offset = futex_offset;
+    dsched_robust_head.list_op_pending = NULL;
+    sqf_self_.tid = (uint32_t)syscall(SYS_gettid);
+    sqf_self_.head = &dsched_robust_head;
+    return &sqf_self_;
 }
