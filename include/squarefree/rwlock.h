@@ -151,7 +151,7 @@ SQF_BEGIN_DECLS
 
 typedef struct sqf_rwlock {
     SQF_WORD64 state; /* internal: touch only through this API */
-    SQF_WORD readers; /* waiting readers sleep here; bit 0: SHARED */
+    SQF_WORD readers; /* waiting readers sleep here (internal) */
     SQF_WORD writers; /* writers waiting for the turn sleep here */
 } sqf_rwlock;
 
