@@ -51,73 +51,57 @@ int sqf_cond_destroy(sqf_cond *c)
 }
 
 /* A broadcast left its waiters asleep on seq: move them all onto the mutex,
- * whose unlocks will then wake them one at a time. */
+ * whose unlocks will then wake them one at a time, then clear REQUEUE.  In
+ * that order: a waiter never sleeps on seq while REQUEUE is set (it
+ * finishes the broadcast first, see the wait's first step), so the requeue,
+ * which moves whoever sleeps on seq while it still holds the broadcast's
+ * value, moves only waiters that were there before the broadcast, never
+ * one that arrived after it (which would then return with no signal since
+ * it began).  Any number of threads may finish one broadcast at once: each
+ * requeue moves whoever sleeps there then, and the first to clear REQUEUE
+ * ends it.  The caller holds m or relocks it afterwards: an unlock that
+ * races ahead of the move wakes nobody, and what saves the moved sleepers
+ * then is PARKED, set before the move, seen by the caller's own unlock. */
 static void finish_broadcast(sqf_cond *c, sqf_mutex *m, bool shared)
 {
     sqf_word *seq = cv_seq(c);
     uint32_t s = at_load(seq, ACQ);
-    if (!(s & CV_REQUEUE) || !at_cas(seq, &s, s & ~CV_REQUEUE, AR)) return;
-    /* PARKED, so that unlocks wake the moved sleepers.  (An unlock that
-     * races ahead of the move wakes nobody; what saves the moved ones then
-     * is that this thread relocks with PARKED set and wakes one when it
-     * unlocks.) */
+    if (!(s & CV_REQUEUE)) return;
     at_or(mu_word(m), MU_PARKED, SC);
-    for (;;) {
-        s = at_load(seq, ACQ);
-        int r = sqf_requeue(seq, s, 0, mu_word(m), INT_MAX, shared);
-        if (r >= 0) return;
-        if (r != -EAGAIN) { /* requeue refused: wake them all rather than strand them */
-            sqf_wake(seq, INT_MAX, shared);
-            return;
-        }
-    }
+    int r = sqf_requeue(seq, s, 0, mu_word(m), INT_MAX, shared);
+    /* -EAGAIN: seq moved: REQUEUE cleared by another finisher, or a newer
+     * broadcast set it again (whose own finishing moves everyone). */
+    if (r == -EAGAIN) return;
+    if (r < 0) sqf_wake(seq, INT_MAX, shared); /* requeue refused: wake them all */
+    at_cas(seq, &s, s & ~CV_REQUEUE, AR);      /* fails only if seq moved meanwhile */
 }
 
-/* The wait protocol (waitop.h): sleep on seq until it moves (a signal or
- * a broadcast since we began) or a stop, then relock m, which is the
- * mutex's own protocol and cannot be stopped (m is held again whatever the
- * wait returns).
- *
- * A wait returns 0 only when seq has moved since it began.  Every other end
- * of a sleep is looked at again: EINTR (a signal, a loop backend's "look
- * again") and EAGAIN with seq unchanged go back to sleep; a wake-up with
- * seq unchanged comes from a broadcast older than this wait, whose requeue
- * (run by the first of its waiters to return) moved every sleeper on seq
- * onto m, this one too: it may carry a hand-off of m, so it relocks, then
- * releases m and sleeps on seq again if seq has still not moved. */
+/* The wait protocol (waitop.h): sleep on seq until it moves (a signal or a
+ * broadcast since we began) or a stop, then relock m, which is the mutex's
+ * own protocol and cannot be stopped (m is held again whatever the wait
+ * returns).  A wait returns 0 when seq has moved since it began, or when a
+ * wake-up dequeued it with seq unchanged: that is a signal whose seq bump
+ * came before our arrival and whose wake came after (it may have been the
+ * only waiter to reach), and serving it cannot lose it.  EINTR (a signal
+ * handler, a loop backend's "look again") and EAGAIN with seq unchanged
+ * sleep again, with m still released. */
 enum { CV_WAIT, CV_RELOCK };
 
-/* Whether seq has not moved since s (REQUEUE aside: a requeue's clearing of
- * it is no signal); *now is the value read. */
+/* Whether seq has not moved since s; *now is the value read. */
 static bool cv_quiet(sqf_word *seq, uint32_t s, uint32_t *now)
 {
     *now = at_load(seq, SC);
-    return (*now | CV_REQUEUE) == (s | CV_REQUEUE);
-}
-
-/* Release m and sleep on seq while it holds v, a value read after we were
- * counted in `waiters` and that shows no signal since we began: a signal
- * after that read changes seq, and our sleep then ends at once. */
-static int cv_sleep(struct sqf_waitop *op, sqf_cond *c, sqf_mutex *m, uint32_t v)
-{
-    op->stoppable = true;
-    op->u.cond.stage = CV_WAIT;
-    op->word = cv_seq(c);
-    op->expected = v;
-    int e = sqf_mutex_unlock(m);
-    return e ? e : SQF_OP_SLEEP;
+    return *now == s;
 }
 
 /* Set up the relock of m after a sleep on seq that ends the wait with
- * `result`, or that moved us without a signal (`again`: then look at seq
- * once m is ours).  The relock's first step follows. */
-static void cv_relock(struct sqf_waitop *op, int result, bool again, bool woken)
+ * `result`; the relock's first step follows. */
+static void cv_relock(struct sqf_waitop *op, int result, bool woken)
 {
     struct sqf_cond_wait_ *cw = &op->u.cond;
     cw->stage = CV_RELOCK;
     cw->result = result;
-    cw->again = again;
-    if (!again) at_sub(cv_waiters(cw->c), 1, REL); /* from here on c may be gone */
+    at_sub(cv_waiters(cw->c), 1, REL); /* from here on c may be gone */
     /* Relock as a thread that has slept: a wake-up on seq may have been
      * requeued onto m and be a hand-off of m. */
     op->stoppable = false;
@@ -135,33 +119,40 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
         bool shared = cv_shared(c);
         if (shared != mu_shared(m)) return EINVAL;
         /* Count ourselves in before reading seq, so that a signaller who
-         * bumps seq after our read sees us and wakes us. */
+         * bumps seq after our read sees us and wakes us.  A broadcast still
+         * to be finished is finished first (we hold m, whose unlock below
+         * then wakes one of the moved): we sleep only on a seq without
+         * REQUEUE, which no requeue of an older broadcast can match. */
         at_add(cv_waiters(c), 1, SC);
-        cw->s = at_load(seq, SC);
+        uint32_t s;
+        while ((s = at_load(seq, SC)) & CV_REQUEUE)
+            finish_broadcast(c, m, shared);
+        cw->s = s;
+        cw->stage = CV_WAIT;
+        op->word = seq;
+        op->expected = s;
         op->shared = shared;
-        int r = cv_sleep(op, c, m, cw->s);
-        if (r != SQF_OP_SLEEP) at_sub(cv_waiters(c), 1, REL); /* EPERM: m not held */
-        return r;
+        int e = sqf_mutex_unlock(m);
+        if (e) at_sub(cv_waiters(c), 1, REL); /* EPERM: m not held */
+        return e ? e : SQF_OP_SLEEP;
     }
     /* Only while we are counted in `waiters` may we touch c: once we
      * uncount, a signaller may destroy and free it (the relock touches
      * only m). */
     if (cw->stage == CV_WAIT) {
-        finish_broadcast(c, m, cv_shared(c));
-        int stop = sqf_op_stop(op); /* before the look at seq: see waitop.h */
+        finish_broadcast(c, m, cv_shared(c)); /* before our relock: see there */
+        int stop = sqf_op_stop(op);           /* before the look at seq: see waitop.h */
         uint32_t v;
         bool woken = how == SQF_WAIT_WOKEN;
-        if (!cv_quiet(seq, cw->s, &v)) {
-            cv_relock(op, 0, false, woken);
+        if (!cv_quiet(seq, cw->s, &v) || woken) {
+            cv_relock(op, 0, woken);
         } else if (stop) {
-            /* Seq unchanged: no signal was ours (a stop without a wake-up
-             * consumed none). */
-            cv_relock(op, stop, false, woken);
-        } else if (woken) {
-            cv_relock(op, 0, true, true);
+            /* No signal since we began, and none dequeued us: a stop
+             * without a wake-up consumed nothing. */
+            cv_relock(op, stop, false);
         } else {
-            /* EINTR, or EAGAIN from the requeue's clearing of REQUEUE:
-             * sleep again, m still released. */
+            /* EINTR or EAGAIN with seq unchanged (so without REQUEUE, and
+             * nothing to finish): sleep again, m still released. */
             op->word = seq;
             op->expected = v;
             return SQF_OP_SLEEP;
@@ -169,17 +160,7 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
         how = SQF_OP_START;
     }
     int r = sqf_mutex_sleep_step_(op, &cw->relock, how);
-    if (r != 0 || !cw->again) return r == SQF_OP_SLEEP ? r : cw->result;
-    /* m is ours again after a move without a signal; still counted. */
-    op->stoppable = true;
-    int stop = sqf_op_stop(op);
-    uint32_t v;
-    bool quiet = cv_quiet(seq, cw->s, &v);
-    if (!quiet || stop) {
-        at_sub(cv_waiters(c), 1, REL);
-        return quiet ? stop : 0;
-    }
-    return cv_sleep(op, c, m, v);
+    return r == SQF_OP_SLEEP ? r : cw->result;
 }
 
 static int cond_wait(sqf_cond *c, sqf_mutex *m, sqf_deadline deadline, const sqf_cancel *tok)

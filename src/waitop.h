@@ -168,7 +168,6 @@ struct sqf_waitop {
             sqf_mutex *m;
             uint32_t s; /* seq when we began */
             int stage, result;
-            bool again; /* relocking after a move without a signal: look at seq after */
             struct sqf_mutex_wait relock;
         } cond;
         struct sqf_queue_wait_ {

@@ -38,16 +38,19 @@
  *   the moment it is signalled either returns 0 (it took the signal) or
  *   ETIMEDOUT (the signal went to another waiter), never both lost.
  * - Wake-ups from nowhere: none.  Wait returns 0 only after a signal or
- *   broadcast made since it began, although perhaps one meant for another
- *   waiter (a signal that raced with another waiter's arrival; an event
- *   loop's waits on one word, woken together).  A signal handler, a loop
- *   backend's early end of a sleep, or a broadcast made before the wait
- *   began (whose requeue moved it onto the mutex anyway) never makes it
- *   return: it sleeps again.  Still wait in a loop on the predicate: a
- *   signal does not say the predicate holds.
+ *   broadcast: one made since it began, or a signal made just before it
+ *   began whose wake-up, still on its way, reached it (signal and broadcast
+ *   may be called without the mutex; the signal is then served, not lost).
+ *   It may be one meant for another waiter (an event loop's waits on one
+ *   word are woken together).  A signal handler, a loop backend's early end
+ *   of a sleep, or a broadcast made before the wait began never makes it
+ *   return: it sleeps again (a waiter that finds a broadcast's waiters
+ *   still to be moved onto the mutex moves them before it sleeps).  Still
+ *   wait in a loop on the predicate: a signal does not say it holds.
  * - Stops: a deadline or a token ends the wait with ETIMEDOUT or ECANCELED
- *   only when no signal or broadcast came since it began; otherwise it
- *   returns 0, which cannot lose a signal meant for it.
+ *   only when no signal or broadcast came since it began and no wake-up
+ *   reached it; otherwise it returns 0, which cannot lose a signal meant
+ *   for it.
  * - Wrap-around: a waiter that is descheduled between releasing the mutex
  *   and sleeping for exactly 2^31 signals may miss one; no other case does.
  *

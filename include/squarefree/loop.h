@@ -186,13 +186,15 @@ SQF_API unsigned sqf_loop_pending(sqf_loop *loop);
 
 /** Ask a pending op to stop waiting: its callback then runs (at a later
  *  dispatch) with ECANCELED, having consumed nothing, or with 0 if what it
- *  waited for arrived first.  The first stop to take effect wins: the
- *  cancel takes effect when this call returns, so a deadline that passes
- *  before the next dispatch does not change ECANCELED into ETIMEDOUT, and
- *  an op whose deadline (token) had passed when this was called completes
- *  with ETIMEDOUT (ECANCELED) as it would have anyway.  A cond op also
- *  completes with ECANCELED (never 0) unless a signal or broadcast came
- *  first.  Asking twice changes nothing.
+ *  waited for arrived before that dispatch (a thread whose wait is woken
+ *  at the moment it is cancelled takes what it was woken for, too).  Among
+ *  stops the first to take effect wins: the cancel takes effect when this
+ *  call returns, so a deadline that passes before the next dispatch does
+ *  not change ECANCELED into ETIMEDOUT, and an op whose deadline (token)
+ *  had passed when this was called completes with ETIMEDOUT (ECANCELED) as
+ *  it would have anyway.  A cond op completes with ECANCELED unless a
+ *  signal or broadcast came before that dispatch (then 0: it may have been
+ *  meant for it).  Asking twice changes nothing.
  *  Errors: EINVAL, ENOENT (the op is not pending). */
 SQF_API int sqf_loop_cancel(sqf_loop *loop, sqf_loop_op *op);
 
