@@ -245,28 +245,12 @@ static void c1_guard(int j, int t, int n, int hi, int cpus)
     c1_bad[j][t][hi] = 1;
 }
 
-int sb_run_c1(void)
+/* Every run of every point, each lock at one N and h after a baseline (one
+ * thread, no lock) and a last baseline after the last point; then each
+ * point's parallelism and work per CPU-second over the mean of the
+ * baselines around it.  Returns the baselines' summary. */
+static struct sb_sum c1_measure(const int *threads, int nt, double cycle, double secs)
 {
-    sb_heading("C1", "lock contention against hold fraction (Preshing's method)");
-    calibrate("C1");
-    int threads[SB_MAX_LIST];
-    int nt =
-        sb.quick
-            ? sb_list_or(sb.threads, sb.nthreads, c1_quick_threads,
-                         (int)(sizeof c1_quick_threads / sizeof c1_quick_threads[0]), threads)
-            : sb_list_or(sb.threads, sb.nthreads, c1_default_threads,
-                         (int)(sizeof c1_default_threads / sizeof c1_default_threads[0]), threads);
-    for (int t = 0; t < nt; t++)
-        if (threads[t] > 256) sb_fail("C1: at most 256 threads (--threads)");
-    double cycle = 1e9 / C_FREQ / unit_ns; /* units per acquisition */
-    double secs = duration(0.04, 0.25);
-    int cpus = sb_cpus_allowed();
-    sb_note("lock frequency %.0f/s of single-thread work: %.0f units per cycle; %.3g s per run",
-            C_FREQ, cycle, secs);
-    sb_note("baseline: one thread without a lock, run before every point (all locks at one N and "
-            "h) and after the last; a point's parallelism is over the mean of the baselines "
-            "before and after it, so a change in the machine's speed between points cancels");
-
     /* Points in the order run: g = (run * C1_NH + hi) * nt + t; base[g] is
      * the baseline just before point g, base[g + 1] the one just after. */
     long npoints = (long)sb.runs * C1_NH * nt;
@@ -311,7 +295,13 @@ int sb_run_c1(void)
             }
     struct sb_sum bs = sb_summarize(base, (int)(npoints + 1));
     free(base);
+    return bs;
+}
 
+/* The validity guards, then every run recorded with its status (a point
+ * that failed a guard is recorded as invalid). */
+static void c1_validate(const int *threads, int nt, int cpus)
+{
     for (int t = 0; t < nt; t++)
         for (int hi = 0; hi < C1_NH; hi++)
             for (int j = 0; j < sb_nlocks; j++)
@@ -340,10 +330,14 @@ int sb_run_c1(void)
         for (int hi = 0; hi < C1_NH; hi++)
             sb_record("C1", "model", threads[t], hi * 10, 0, "model",
                       sb_model_speedup(threads[t], hi / 10.0), "ok");
+}
 
+/* Per N: parallelism against the model, and work per CPU-second. */
+static void c1_print(const int *threads, int nt, struct sb_sum bs)
+{
     sb_note("one thread without a lock: %.4g units/s (median [min-max] %.4g-%.4g of %ld "
             "baselines)",
-            bs.med, bs.min, bs.max, npoints + 1);
+            bs.med, bs.min, bs.max, (long)sb.runs * C1_NH * nt + 1);
     for (int t = 0; t < nt; t++) {
         int n = threads[t];
         printf("\n  N = %d threads: parallelism median [min-max] (efficiency), model beside\n", n);
@@ -386,11 +380,16 @@ int sb_run_c1(void)
            "   lock and N at h = 0; model: M/M/1//N speedup (and speedup / N); work per\n"
            "   CPU-second: units per CPU-second of the process (user + system) over a lone\n"
            "   thread's units per second: 1 = no CPU spent on anything but the work)\n");
+}
 
+/* The verdicts (BENCHMARKS.md "C1"): the model with 2 threads, and the best
+ * sleeping peer at every N. */
+static void c1_judge(const int *threads, int nt)
+{
     int sqf = sb_lock_index("sqf");
     if (sqf < 0) {
         sb_note("C1: no verdicts: they need the lock sqf");
-        return 0;
+        return;
     }
     for (int t = 0; t < nt; t++) {
         int n = threads[t];
@@ -443,6 +442,32 @@ int sb_run_c1(void)
                     sb_note("C1 N=4 h=10%%: %-16s %.2fx", lock_name(j), med(c1_par[j][t][1]));
         }
     }
+}
+
+int sb_run_c1(void)
+{
+    sb_heading("C1", "lock contention against hold fraction (Preshing's method)");
+    calibrate("C1");
+    int threads[SB_MAX_LIST];
+    int nt = sb.quick ? sb_list_or(sb.threads, sb.nthreads, c1_quick_threads,
+                                   SB_LEN(c1_quick_threads), threads)
+                      : sb_list_or(sb.threads, sb.nthreads, c1_default_threads,
+                                   SB_LEN(c1_default_threads), threads);
+    for (int t = 0; t < nt; t++)
+        if (threads[t] > 256) sb_fail("C1: at most 256 threads (--threads)");
+    double cycle = 1e9 / C_FREQ / unit_ns; /* units per acquisition */
+    double secs = duration(0.04, 0.25);
+    int cpus = sb_cpus_allowed();
+    sb_note("lock frequency %.0f/s of single-thread work: %.0f units per cycle; %.3g s per run",
+            C_FREQ, cycle, secs);
+    sb_note("baseline: one thread without a lock, run before every point (all locks at one N and "
+            "h) and after the last; a point's parallelism is over the mean of the baselines "
+            "before and after it, so a change in the machine's speed between points cancels");
+
+    struct sb_sum bs = c1_measure(threads, nt, cycle, secs);
+    c1_validate(threads, nt, cpus);
+    c1_print(threads, nt, bs);
+    c1_judge(threads, nt);
     return 0;
 }
 

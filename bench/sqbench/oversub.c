@@ -137,26 +137,12 @@ static void o_sum_table(const int *th, int nt, size_t member, int prec, const ch
     }
 }
 
-int sb_run_o1(void)
+/* Every run of every point: sb.runs rounds over the thread counts th[] and
+ * the locks, interleaved so that a slow phase of the machine spreads over
+ * all of them.  A lock whose run took longer than `drain` to stop is not
+ * run at larger counts. */
+static void o_measure(const int *th, int nt, double secs, double drain)
 {
-    sb_heading("O1", "oversubscription: a tiny critical section, 1 to 256 threads");
-    int th[SB_MAX_LIST];
-    int nt = sb.quick
-                 ? sb_list_or(sb.threads, sb.nthreads, o_quick_threads,
-                              (int)(sizeof o_quick_threads / sizeof o_quick_threads[0]), th)
-                 : sb_list_or(sb.threads, sb.nthreads, o_default_threads,
-                              (int)(sizeof o_default_threads / sizeof o_default_threads[0]), th);
-    for (int t = 0; t < nt; t++)
-        if (th[t] > 1024) sb_fail("O1: at most 1024 threads (--threads)");
-    double secs = sb.duration_s > 0 ? sb.duration_s : sb.quick ? 0.15 : 1.0;
-    /* After the stop flag every thread must still get the lock once to
-     * leave; a queue spinlock with preempted waiters can take minutes for
-     * that at 256 threads.  A run that takes longer than this to stop has
-     * shown its collapse: larger counts of that lock are skipped. */
-    double drain = sb.quick ? 1.0 : 5.0;
-    sb_note("%.3g s per run; acquisitions counted per thread; a lock whose run needs more than "
-            "%.0f s to stop is not run at larger thread counts",
-            secs, drain);
     memset(o_res, 0, sizeof o_res);
     sb_progress_begin("O1", (long)sb.runs * nt * sb_nlocks);
     for (int run = 0; run < sb.runs; run++)
@@ -175,7 +161,11 @@ int sb_run_o1(void)
                 sb_progress_step();
             }
     sb_progress_end();
+}
 
+/* The three tables: throughput, CPU per acquisition, fairness. */
+static void o_print(const int *th, int nt, double secs)
+{
     printf("  throughput, million acquisitions per second: median [min-max] of %d runs\n", sb.runs);
     o_sum_table(th, nt, offsetof(struct o_point, mops), 2, "skipped (too slow)");
     printf("\n  CPU-ns per acquisition (user + system of the process over the window): median "
@@ -204,10 +194,15 @@ int sb_run_o1(void)
                 "kernel's scheduler gets round 2 CPUs' worth of threads; the full report's 1 s "
                 "runs are the ones to judge fairness by",
                 secs);
+}
+
+/* The verdicts (BENCHMARKS.md "O1"), against pthread and the strongest peers. */
+static void o_judge(const int *th, int nt)
+{
     int sqf = sb_lock_index("sqf"), pt = sb_lock_index("pthread");
     if (sqf < 0 || pt < 0) {
         sb_note("O1: no verdicts: they need the locks sqf and pthread");
-        return 0;
+        return;
     }
     double worst_hi = INFINITY, worst_lo = INFINITY, worst_j = INFINITY;
     int at_hi = 0, at_lo = 0, at_j = 0, starved = 0, nhi = 0, nlo = 0;
@@ -289,5 +284,29 @@ int sb_run_o1(void)
                "sqf fair: Jain's index >= 0.9 at every thread count (worst %.3f at %d) and every "
                "thread progressing (%d runs with a starved thread)",
                worst_j, at_j, starved);
+}
+
+int sb_run_o1(void)
+{
+    sb_heading("O1", "oversubscription: a tiny critical section, 1 to 256 threads");
+    int th[SB_MAX_LIST];
+    int nt =
+        sb.quick
+            ? sb_list_or(sb.threads, sb.nthreads, o_quick_threads, SB_LEN(o_quick_threads), th)
+            : sb_list_or(sb.threads, sb.nthreads, o_default_threads, SB_LEN(o_default_threads), th);
+    for (int t = 0; t < nt; t++)
+        if (th[t] > 1024) sb_fail("O1: at most 1024 threads (--threads)");
+    double secs = sb.duration_s > 0 ? sb.duration_s : sb.quick ? 0.15 : 1.0;
+    /* After the stop flag every thread must still get the lock once to
+     * leave; a queue spinlock with preempted waiters can take minutes for
+     * that at 256 threads.  A run that takes longer than this to stop has
+     * shown its collapse: larger counts of that lock are skipped. */
+    double drain = sb.quick ? 1.0 : 5.0;
+    sb_note("%.3g s per run; acquisitions counted per thread; a lock whose run needs more than "
+            "%.0f s to stop is not run at larger thread counts",
+            secs, drain);
+    o_measure(th, nt, secs, drain);
+    o_print(th, nt, secs);
+    o_judge(th, nt);
     return 0;
 }

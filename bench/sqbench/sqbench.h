@@ -18,6 +18,8 @@
 #include <stdio.h>
 
 #define SB_MAX_LIST 32
+/* The number of elements of an array. */
+#define SB_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Options; main.c fills them from the command line before any experiment
  * runs.  A list with count 0 means "the experiment's default". */
