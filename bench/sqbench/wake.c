@@ -496,20 +496,11 @@ static const char *w_ratio(char *buf, size_t len, double a, double b)
     return buf;
 }
 
-int sb_run_w1(void)
+/* Every run of every variant at every k, the variants' order rotated per
+ * run; a variant over the limit at one k is skipped at the larger ones. */
+static void w1_measure(const int *ks, int nk)
 {
-    sb_heading("W1", "wake-all latency: k sleeping waiters, one wakes them all");
-    int ks[SB_MAX_LIST];
-    int nk =
-        sb_list_or(sb.n, sb.nn, w_default_k, (int)(sizeof w_default_k / sizeof w_default_k[0]), ks);
-    if (check == CHECK_NONE && task_dir < 0) probe_check();
-    sb_note("asleep check: %s",
-            check == CHECK_SYSCALL ? "each waiter flagged, then in futex() per /proc (exact)"
-            : check == CHECK_STATE ? "each waiter flagged, then state S per /proc (weaker)"
-                                   : "each waiter flagged, then 10 ms (weak: /proc unreadable)");
-    sqf_event_init(&S.ev, SQF_PRIVATE);
     memset(w_over, 0, sizeof w_over);
-
     long steps = 0;
     for (int v = 0; v < W_NV; v++)
         steps += wv[v].built ? (long)nk * sb.runs : 0;
@@ -540,10 +531,34 @@ int sb_run_w1(void)
         pool_stop();
     }
     sb_progress_end();
+}
 
-    /* Table: k down, variants across; medians in us with [min-max], then
-     * sqf / pthread-cond as a ratio of medians. */
-    struct sb_sum sum[W_NV][SB_MAX_LIST];
+/* The summaries the table and the verdicts read: each point's median
+ * [min-max] (NaN when over the limit or not built), and each variant's
+ * fitted exponent over k >= W_FIT_MIN. */
+static struct sb_sum w_sum[W_NV][SB_MAX_LIST];
+static double w_kexp[W_NV];
+static char w_kx[W_NV][16];
+
+static void w1_summarize(const int *ks, int nk)
+{
+    for (int v = 0; v < W_NV; v++) {
+        double xs[SB_MAX_LIST], ys[SB_MAX_LIST];
+        int n = 0;
+        for (int i = 0; i < nk; i++) {
+            w_sum[v][i] = w_over[v][i] || !wv[v].built ? (struct sb_sum){NAN, NAN, NAN, 0}
+                                                       : sb_summarize(w_us[v][i], sb.runs);
+            if (ks[i] >= W_FIT_MIN) xs[n] = ks[i], ys[n++] = w_sum[v][i].med;
+        }
+        w_kexp[v] = sb_exponent(xs, ys, n);
+        snprintf(w_kx[v], sizeof w_kx[v], isnan(w_kexp[v]) ? "-" : "%.2f", w_kexp[v]);
+    }
+}
+
+/* Table: k down, variants across; medians in us with [min-max], then
+ * sqf / pthread-cond as a ratio of medians; the exponents below. */
+static void w1_print(const int *ks, int nk)
+{
     printf("  %5s", "k");
     for (int v = 0; v < W_NV; v++)
         printf(" | %-21s", wv[v].name);
@@ -552,35 +567,25 @@ int sb_run_w1(void)
         printf("  %5d", ks[i]);
         for (int v = 0; v < W_NV; v++) {
             char c[64];
-            sum[v][i] = w_over[v][i] || !wv[v].built ? (struct sb_sum){NAN, NAN, NAN, 0}
-                                                     : sb_summarize(w_us[v][i], sb.runs);
             if (!wv[v].built)
                 snprintf(c, sizeof c, "not built");
             else if (w_over[v][i])
                 snprintf(c, sizeof c, "> limit%s", w_over[v][i] == 2 ? " (skipped)" : "");
             else
-                sb_fmt_sum(c, sizeof c, sum[v][i], 1, sum[v][i].med < 100 ? 1 : 0);
+                sb_fmt_sum(c, sizeof c, w_sum[v][i], 1, w_sum[v][i].med < 100 ? 1 : 0);
             printf(" | %-21s", c);
         }
         for (int v = V_EVENT; v <= V_LATCH; v++) {
             char c[32];
-            w_ratio(c, sizeof c, w_med(sum, w_over, v, i), w_med(sum, w_over, V_COND, i));
+            w_ratio(c, sizeof c, w_med(w_sum, w_over, v, i), w_med(w_sum, w_over, V_COND, i));
             printf(" | %-11s", c);
         }
         printf("\n");
     }
     printf("  %5s", "k>=16");
-    double kexp[W_NV];
-    char kx[W_NV][16];
     for (int v = 0; v < W_NV; v++) {
-        double xs[SB_MAX_LIST], ys[SB_MAX_LIST];
-        int n = 0;
-        for (int i = 0; i < nk; i++)
-            if (ks[i] >= W_FIT_MIN) xs[n] = ks[i], ys[n++] = sum[v][i].med;
-        kexp[v] = sb_exponent(xs, ys, n);
-        snprintf(kx[v], sizeof kx[v], isnan(kexp[v]) ? "-" : "%.2f", kexp[v]);
         char c[32];
-        snprintf(c, sizeof c, isnan(kexp[v]) ? "-" : "exponent %.2f", kexp[v]);
+        snprintf(c, sizeof c, isnan(w_kexp[v]) ? "-" : "exponent %.2f", w_kexp[v]);
         printf(" | %-21s", c);
     }
     printf("\n  (microseconds from the wake call until the last waiter runs: median [min-max] of "
@@ -592,42 +597,64 @@ int sb_run_w1(void)
     if (!wv[V_NSYNC].built) sb_note("W1: nsync-note not built (no nsync: Debian libnsync-dev)");
     if (!wv[V_ABSL].built)
         sb_note("W1: absl-notification not built (no Abseil: Debian libabsl-dev)");
+}
 
+/* The verdicts (BENCHMARKS.md "W1") and the peers' figures. */
+static void w1_judge(const int *ks, int nk)
+{
     /* A point over the limit counts as infinitely slow (as in square.c). */
     int last = nk - 1;
-    double cond = w_med(sum, w_over, V_COND, last);
+    double cond = w_med(w_sum, w_over, V_COND, last);
     for (int v = V_EVENT; v <= V_LATCH; v++) {
-        double m = w_med(sum, w_over, v, last);
+        double m = w_med(w_sum, w_over, v, last);
         char a[32], b[32], r[32];
         sb_verdict("W1", isfinite(m) && m <= cond,
                    "%s at k=%d: %s vs pthread-cond %s: %s (target <= 1); exponent %s vs "
                    "pthread-cond %s",
                    wv[v].name, ks[last], w_us_text(a, sizeof a, m), w_us_text(b, sizeof b, cond),
-                   w_ratio(r, sizeof r, m, cond), kx[v], kx[V_COND]);
+                   w_ratio(r, sizeof r, m, cond), w_kx[v], w_kx[V_COND]);
     }
-    if (isnan(kexp[V_FLOOR]))
+    if (isnan(w_kexp[V_FLOOR]))
         sb_note("W1: no exponent verdicts: fitting an exponent needs at least two k >= %d",
                 W_FIT_MIN);
     else
         for (int v = V_EVENT; v <= V_LATCH; v++)
-            sb_verdict("W1", kexp[v] <= kexp[V_FLOOR] + 0.05,
+            sb_verdict("W1", w_kexp[v] <= w_kexp[V_FLOOR] + 0.05,
                        "%s exponent %s over k >= %d (target <= futex-floor's %s + 0.05)",
-                       wv[v].name, kx[v], W_FIT_MIN, kx[V_FLOOR]);
+                       wv[v].name, w_kx[v], W_FIT_MIN, w_kx[V_FLOOR]);
     /* Every variant's raw exponent, then the peers' latency at the largest k
      * beside the floor's. */
     char line[400], a[32];
     size_t len = 0;
     for (int v = 0; v < W_NV; v++)
         len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %s", v ? ", " : "", wv[v].name,
-                                wv[v].built ? kx[v] : "not built");
+                                wv[v].built ? w_kx[v] : "not built");
     sb_note("W1: exponents over k >= %d: %s", W_FIT_MIN, line);
     len = 0;
     for (int v = 0; v < W_NV; v++)
         if (wv[v].built && (v == V_FLOOR || v == V_CXX || v == V_NSYNC || v == V_ABSL))
             len +=
                 (size_t)snprintf(line + len, sizeof line - len, "%s%s %s", len ? ", " : "",
-                                 wv[v].name, w_us_text(a, sizeof a, w_med(sum, w_over, v, last)));
+                                 wv[v].name, w_us_text(a, sizeof a, w_med(w_sum, w_over, v, last)));
     sb_note("W1: at k=%d %s", ks[last], line);
+}
+
+int sb_run_w1(void)
+{
+    sb_heading("W1", "wake-all latency: k sleeping waiters, one wakes them all");
+    int ks[SB_MAX_LIST];
+    int nk = sb_list_or(sb.n, sb.nn, w_default_k, SB_LEN(w_default_k), ks);
+    if (check == CHECK_NONE && task_dir < 0) probe_check();
+    sb_note("asleep check: %s",
+            check == CHECK_SYSCALL ? "each waiter flagged, then in futex() per /proc (exact)"
+            : check == CHECK_STATE ? "each waiter flagged, then state S per /proc (weaker)"
+                                   : "each waiter flagged, then 10 ms (weak: /proc unreadable)");
+    sqf_event_init(&S.ev, SQF_PRIVATE);
+
+    w1_measure(ks, nk);
+    w1_summarize(ks, nk);
+    w1_print(ks, nk);
+    w1_judge(ks, nk);
 
 #ifdef SQB_HAVE_NSYNC
     if (S.nn) nsync_note_free(S.nn);
