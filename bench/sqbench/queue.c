@@ -362,26 +362,13 @@ static void q1_run(int v, int pairs, size_t size, double secs, struct q1_point *
     sb_record("Q1", var, 2 * pairs, pairs, pt->runs - 1, "cpu_ns_per_item", cpu, "ok");
 }
 
-int sb_run_q1(void)
+/* Every point: [item size][pairs][variant]. */
+static struct q1_point q1_pt[2][SB_MAX_LIST][QV_N];
+
+/* Every run of every point. */
+static void q1_measure(const int *pairs, int np, const size_t *sizes, int ns, double secs, int runs)
 {
-    int pairs[SB_MAX_LIST];
-    int np = sb.quick ? sb_list_or(sb.threads, sb.nthreads, q1_quick_pairs, 2, pairs)
-                      : sb_list_or(sb.threads, sb.nthreads, q1_default_pairs, 5, pairs);
-    static const size_t sizes_full[] = {8, 256}, sizes_quick[] = {8};
-    const size_t *sizes = sb.quick ? sizes_quick : sizes_full;
-    int ns = sb.quick ? 1 : 2;
-    double secs = sb.duration_s > 0 ? sb.duration_s : sb.quick ? 0.1 : 0.5;
-    int runs = sb.runs < Q1_MAX_RUNS ? sb.runs : Q1_MAX_RUNS;
-    sb_heading("Q1", "queue throughput: P producers and P consumers, capacity 1024");
-    char place[128];
-    sb_placement(place, sizeof place);
-    printf("  (%s; %.2f s per run, median of %d runs; M items/s [min-max] and CPU ns per item)\n",
-           place, secs, runs);
-    for (int v = 0; v < QV_N; v++)
-        if (!qv_built(v))
-            printf("  %s: not built (its Debian package was not found)\n", qv_name[v]);
-    static struct q1_point pt[2][SB_MAX_LIST][QV_N];
-    memset(pt, 0, sizeof pt);
+    memset(q1_pt, 0, sizeof q1_pt);
     sb_progress_begin("Q1", (long)ns * np * QV_N * runs);
     /* Runs of every variant interleaved, so that a noisy moment hits all. */
     for (int r = 0; r < runs; r++)
@@ -389,10 +376,15 @@ int sb_run_q1(void)
             for (int i = 0; i < np; i++)
                 for (int v = 0; v < QV_N; v++) {
                     if (!qv_built(v)) continue;
-                    q1_run(v, pairs[i], sizes[si], secs, &pt[si][i][v]);
+                    q1_run(v, pairs[i], sizes[si], secs, &q1_pt[si][i][v]);
                     sb_progress_step();
                 }
     sb_progress_end();
+}
+
+/* One table per item size: pairs down, variants across. */
+static void q1_print(const int *pairs, int np, const size_t *sizes, int ns)
+{
     for (int si = 0; si < ns; si++) {
         printf("\n  items of %zu bytes\n  %5s", sizes[si], "pairs");
         for (int v = 0; v < QV_N; v++)
@@ -405,8 +397,8 @@ int sb_run_q1(void)
                     printf(" | %-26s", "not built");
                     continue;
                 }
-                struct sb_sum m = sb_summarize(pt[si][i][v].mips, pt[si][i][v].runs);
-                struct sb_sum c = sb_summarize(pt[si][i][v].cpu, pt[si][i][v].runs);
+                struct sb_sum m = sb_summarize(q1_pt[si][i][v].mips, q1_pt[si][i][v].runs);
+                struct sb_sum c = sb_summarize(q1_pt[si][i][v].cpu, q1_pt[si][i][v].runs);
                 char b[64];
                 snprintf(b, sizeof b, "%.2f [%.2f-%.2f] %.0fns", m.med, m.min, m.max, c.med);
                 printf(" | %-26s", b);
@@ -414,10 +406,14 @@ int sb_run_q1(void)
             printf("\n");
         }
     }
-    /* Verdicts on every item size. */
+}
+
+/* The verdicts (BENCHMARKS.md "Q1"), on every item size. */
+static void q1_judge(const int *pairs, int np, const size_t *sizes, int ns)
+{
     for (int si = 0; si < ns; si++)
         for (int i = 0; i < np; i++) {
-            struct q1_point *p = pt[si][i];
+            struct q1_point *p = q1_pt[si][i];
             double sqf = sb_summarize(p[QV_SQF].mips, p[QV_SQF].runs).med;
             double batch = sb_summarize(p[QV_SQF_BATCH].mips, p[QV_SQF_BATCH].runs).med;
             double mc = sb_summarize(p[QV_MC].mips, p[QV_MC].runs).med;
@@ -451,6 +447,29 @@ int sb_run_q1(void)
                            z, sqf, sqf / ck, ck);
             }
         }
+}
+
+int sb_run_q1(void)
+{
+    int pairs[SB_MAX_LIST];
+    int np = sb.quick ? sb_list_or(sb.threads, sb.nthreads, q1_quick_pairs, 2, pairs)
+                      : sb_list_or(sb.threads, sb.nthreads, q1_default_pairs, 5, pairs);
+    static const size_t sizes_full[] = {8, 256}, sizes_quick[] = {8};
+    const size_t *sizes = sb.quick ? sizes_quick : sizes_full;
+    int ns = sb.quick ? 1 : 2;
+    double secs = sb.duration_s > 0 ? sb.duration_s : sb.quick ? 0.1 : 0.5;
+    int runs = sb.runs < Q1_MAX_RUNS ? sb.runs : Q1_MAX_RUNS;
+    sb_heading("Q1", "queue throughput: P producers and P consumers, capacity 1024");
+    char place[128];
+    sb_placement(place, sizeof place);
+    printf("  (%s; %.2f s per run, median of %d runs; M items/s [min-max] and CPU ns per item)\n",
+           place, secs, runs);
+    for (int v = 0; v < QV_N; v++)
+        if (!qv_built(v))
+            printf("  %s: not built (its Debian package was not found)\n", qv_name[v]);
+    q1_measure(pairs, np, sizes, ns, secs, runs);
+    q1_print(pairs, np, sizes, ns);
+    q1_judge(pairs, np, sizes, ns);
     return 0;
 }
 
