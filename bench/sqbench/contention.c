@@ -479,13 +479,10 @@ static const double c2_interval_ns[] = {10, 31.6, 100, 316, 1000, 3162, 10000, 3
 static double c2_mops[C_MAX_LOCKS][C2_NX][C_MAX_RUNS], c2_par[C_MAX_LOCKS][C2_NX][C_MAX_RUNS],
     c2_cpu[C_MAX_LOCKS][C2_NX][C_MAX_RUNS]; /* CPU-ns per acquisition */
 
-int sb_run_c2(void)
+/* Every run: a baseline (one thread, no lock), then every lock at every
+ * interval; parallelism over the runs' median baseline. */
+static void c2_measure(double secs)
 {
-    sb_heading("C2", "lock contention against lock frequency (2 threads, short hold)");
-    calibrate("C2");
-    double secs = duration(0.05, 0.25);
-    sb_note("hold: %.0f units (%.0f ns) on average; interval between locks swept; %.3g s per run",
-            C2_HOLD, C2_HOLD * unit_ns, secs);
     double base[C_MAX_RUNS];
     sb_progress_begin("C2", (long)sb.runs * (1 + C2_NX * sb_nlocks));
     for (int run = 0; run < sb.runs; run++) {
@@ -519,7 +516,11 @@ int sb_run_c2(void)
                 sb_record("C2", lock_name(j), 2, c2_interval_ns[x], run, "parallelism",
                           c2_par[j][x][run], "ok");
             }
+}
 
+/* Throughput, then CPU per acquisition: intervals down, locks across. */
+static void c2_print(void)
+{
     printf("  %9s", "interval");
     for (int j = 0; j < sb_nlocks; j++)
         printf(" | %-20s", lock_name(j));
@@ -550,12 +551,17 @@ int sb_run_c2(void)
     }
     printf("  (both threads' CPU, so at least 2x the interval plus the hold once the lock is\n"
            "   no bottleneck; a lock that spins or sleeps and wakes pays more)\n");
+}
 
+/* The verdict (BENCHMARKS.md "C2") against the best pthread variant, and
+ * the other peers beside. */
+static void c2_judge(void)
+{
     int sqf = sb_lock_index("sqf"), pt = sb_lock_index("pthread"),
         pta = sb_lock_index("pthread-adaptive");
     if (sqf < 0 || pt < 0 || pta < 0) {
         sb_note("C2: no verdicts: they need the locks sqf, pthread and pthread-adaptive");
-        return 0;
+        return;
     }
     double worst = INFINITY;
     int at = 0;
@@ -580,5 +586,17 @@ int sb_run_c2(void)
                 "%.0f)",
                 lock_name(j), w, c2_interval_ns[wx], med(c2_cpu[sqf][wx]), med(c2_cpu[j][wx]));
     }
+}
+
+int sb_run_c2(void)
+{
+    sb_heading("C2", "lock contention against lock frequency (2 threads, short hold)");
+    calibrate("C2");
+    double secs = duration(0.05, 0.25);
+    sb_note("hold: %.0f units (%.0f ns) on average; interval between locks swept; %.3g s per run",
+            C2_HOLD, C2_HOLD * unit_ns, secs);
+    c2_measure(secs);
+    c2_print();
+    c2_judge();
     return 0;
 }
