@@ -414,21 +414,10 @@ static void teardown_k(int k)
     free(L.ops);
 }
 
-int sb_run_w2(void)
+/* Every run of every variant at every k, on a loop thread of its own;
+ * a variant over the limit at one k is skipped at the larger ones. */
+static void w2_measure(const int *ks, int nk)
 {
-    sb_heading("W2", "wake-all latency into an event loop: k pending loop waits, one wake");
-    int e = sqf_loop_create(&L.loop, SQF_LOOP_URING);
-    if (e) {
-        sb_note("W2: not run: sqf_loop_create(SQF_LOOP_URING) says %s (no io_uring futex "
-                "operations here)",
-                strerror(e));
-        return 0;
-    }
-    e = sqf_loop_create(&L.fb, SQF_LOOP_FALLBACK);
-    if (e) sb_fail("W2: the fallback loop: %s", strerror(e));
-    int ks[SB_MAX_LIST];
-    int nk =
-        sb_list_or(sb.n, sb.nn, l_default_k, (int)(sizeof l_default_k / sizeof l_default_k[0]), ks);
     sqf_event_init(&L.ev, SQF_PRIVATE);
     memset(l_over, 0, sizeof l_over);
     pthread_t lt;
@@ -469,8 +458,22 @@ int sb_run_w2(void)
     pthread_join(lt, NULL);
     sqf_loop_destroy(L.loop);
     sqf_loop_destroy(L.fb);
+}
 
-    struct sb_sum sum[L_NV][SB_MAX_LIST];
+/* Each point's median [min-max] (NaN when over the limit). */
+static struct sb_sum l_sum[L_NV][SB_MAX_LIST];
+
+static void w2_summarize(int nk)
+{
+    for (int v = 0; v < L_NV; v++)
+        for (int i = 0; i < nk; i++)
+            l_sum[v][i] = l_over[v][i] ? (struct sb_sum){NAN, NAN, NAN, 0}
+                                       : sb_summarize(l_us[v][i], sb.runs);
+}
+
+/* Table: k down, variants across, then the ratios that the verdicts name. */
+static void w2_print(const int *ks, int nk)
+{
     printf("  %5s", "k");
     for (int v = 0; v < L_NV; v++)
         printf(" | %-21s", lv[v]);
@@ -490,16 +493,14 @@ int sb_run_w2(void)
         printf("  %5d", ks[i]);
         for (int v = 0; v < L_NV; v++) {
             char c[64];
-            sum[v][i] = l_over[v][i] ? (struct sb_sum){NAN, NAN, NAN, 0}
-                                     : sb_summarize(l_us[v][i], sb.runs);
             if (l_over[v][i])
                 snprintf(c, sizeof c, "> limit%s", l_over[v][i] == 2 ? " (skipped)" : "");
             else
-                sb_fmt_sum(c, sizeof c, sum[v][i], 1, sum[v][i].med < 100 ? 1 : 0);
+                sb_fmt_sum(c, sizeof c, l_sum[v][i], 1, l_sum[v][i].med < 100 ? 1 : 0);
             printf(" | %-21s", c);
         }
         for (int r = 0; r < nratio; r++) {
-            double a = sum[ratio[r][0]][i].med, b = sum[ratio[r][1]][i].med;
+            double a = l_sum[ratio[r][0]][i].med, b = l_sum[ratio[r][1]][i].med;
             char c[32];
             snprintf(c, sizeof c, isfinite(a) && isfinite(b) ? "%.2fx" : "-", a / b);
             printf(" | %-11s", c);
@@ -511,9 +512,14 @@ int sb_run_w2(void)
            "   futex wake for the sqf variants (plus, on the fallback, one eventfd write), k\n"
            "   eventfd writes for eventfd-each, k uv_async_send calls for uv-async-each)\n",
            sb.runs);
+}
+
+/* The verdicts (BENCHMARKS.md "W2") at the largest k. */
+static void w2_judge(const int *ks, int nk)
+{
     int last = nk - 1;
-    double s = sum[V_SQF_EVENT][last].med, efd = sum[V_EVENTFD][last].med,
-           thr = sum[V_THREADS][last].med, fb = sum[V_FB_EVENT][last].med;
+    double s = l_sum[V_SQF_EVENT][last].med, efd = l_sum[V_EVENTFD][last].med,
+           thr = l_sum[V_THREADS][last].med, fb = l_sum[V_FB_EVENT][last].med;
     sb_verdict("W2", isfinite(s) && isfinite(efd) && s <= 0.2 * efd,
                "sqf-loop-event at k=%d: %.0f us vs eventfd-each %.0f us: %.2fx (target <= 0.2x)",
                ks[last], s, efd, s / efd);
@@ -524,5 +530,25 @@ int sb_run_w2(void)
     sb_verdict("W2", isfinite(fb) && isfinite(efd) && fb <= efd,
                "sqf-fallback-event at k=%d: %.0f us vs eventfd-each %.0f us: %.2fx (target <= 1)",
                ks[last], fb, efd, fb / efd);
+}
+
+int sb_run_w2(void)
+{
+    sb_heading("W2", "wake-all latency into an event loop: k pending loop waits, one wake");
+    int e = sqf_loop_create(&L.loop, SQF_LOOP_URING);
+    if (e) {
+        sb_note("W2: not run: sqf_loop_create(SQF_LOOP_URING) says %s (no io_uring futex "
+                "operations here)",
+                strerror(e));
+        return 0;
+    }
+    e = sqf_loop_create(&L.fb, SQF_LOOP_FALLBACK);
+    if (e) sb_fail("W2: the fallback loop: %s", strerror(e));
+    int ks[SB_MAX_LIST];
+    int nk = sb_list_or(sb.n, sb.nn, l_default_k, SB_LEN(l_default_k), ks);
+    w2_measure(ks, nk);
+    w2_summarize(nk);
+    w2_print(ks, nk);
+    w2_judge(ks, nk);
     return 0;
 }
