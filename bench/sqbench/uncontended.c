@@ -305,11 +305,11 @@ static double u_callgrind(const struct u_variant *v, const char **why)
     return strtod(p + strlen("Collected :"), NULL) / (double)U_CG_ITERS;
 }
 
-int sb_run_u1(void)
+/* Times every operation (sb.runs runs of about `target` ns each), then
+ * counts its instructions under callgrind; *why says why they could not be
+ * counted (NULL if they were). */
+static void u1_measure(int64_t target, const char **why)
 {
-    sb_heading("U1", "uncontended costs: one thread, nobody else on the object");
-    u_setup();
-    int64_t target = sb.quick ? 20000000 : 100000000;
     int present = 0;
     for (int i = 0; i < NUV; i++)
         if (!uv[i].absent) {
@@ -324,16 +324,20 @@ int sb_run_u1(void)
             sb_record("U1", uv[i].name, 1, 0, run, "ns_per_op", uv[i].ns[run], "ok");
             sb_progress_step();
         }
-    const char *why = NULL;
+    *why = NULL;
     if (sb.callgrind)
-        for (int i = 0; i < NUV && !why; i++) {
+        for (int i = 0; i < NUV && !*why; i++) {
             if (uv[i].absent) continue;
-            uv[i].instr = u_callgrind(&uv[i], &why);
-            if (!why) sb_record("U1", uv[i].name, 1, 0, 0, "instr_per_op", uv[i].instr, "ok");
+            uv[i].instr = u_callgrind(&uv[i], why);
+            if (!*why) sb_record("U1", uv[i].name, 1, 0, 0, "instr_per_op", uv[i].instr, "ok");
             sb_progress_step();
         }
     sb_progress_end();
+}
 
+/* One line per operation: ns, the ratio to pthread's pair, instructions. */
+static void u1_print(int64_t target, const char *why)
+{
     int pt = u_find("pair/pthread");
     double pt_ns = sb_summarize(uv[pt].ns, sb.runs).med;
     printf("  %-22s | %-24s | %-10s | %s\n", "operation/lock", "ns per op", "x pthread",
@@ -358,7 +362,13 @@ int sb_run_u1(void)
            sb.runs, (int)(target / 1000000), U_CG_ITERS);
     if (why) sb_note("instructions not counted: %s", why);
     if (!sb.callgrind) sb_note("instructions not counted: --no-callgrind");
+}
 
+/* The verdicts (BENCHMARKS.md "U1"). */
+static void u1_judge(void)
+{
+    int pt = u_find("pair/pthread");
+    double pt_ns = sb_summarize(uv[pt].ns, sb.runs).med;
     int sqf = u_find("pair/sqf"), tt = u_find("pair/ttas");
     double sqf_ns = sb_summarize(uv[sqf].ns, sb.runs).med;
     double tt_ns = sb_summarize(uv[tt].ns, sb.runs).med;
@@ -407,5 +417,16 @@ int sb_run_u1(void)
                    "sqf_robust_mutex lock+unlock %.1f instructions, the shared sqf_mutex %.1f, "
                    "a robust pthread_mutex %.1f (target: at most one more than sqf_mutex)",
                    uv[rb].instr, uv[sh].instr, uv[u_find("pair/pthread-robust")].instr);
+}
+
+int sb_run_u1(void)
+{
+    sb_heading("U1", "uncontended costs: one thread, nobody else on the object");
+    u_setup();
+    int64_t target = sb.quick ? 20000000 : 100000000;
+    const char *why;
+    u1_measure(target, &why);
+    u1_print(target, why);
+    u1_judge();
     return 0;
 }
