@@ -118,6 +118,10 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
     if (how == SQF_OP_START) {
         bool shared = cv_shared(c);
         if (shared != mu_shared(m)) return EINVAL;
+        /* An unlocked m fails here, before anything changes: below, a
+         * broadcast's waiters may be moved onto m, and only our unlock of
+         * it would then wake them. */
+        if (!(at_load(mu_word(m), RLX) & MU_LOCKED)) return EPERM;
         /* Count ourselves in before reading seq, so that a signaller who
          * bumps seq after our read sees us and wakes us.  A broadcast still
          * to be finished is finished first (we hold m, whose unlock below
@@ -133,7 +137,7 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
         op->expected = s;
         op->shared = shared;
         int e = sqf_mutex_unlock(m);
-        if (e) at_sub(cv_waiters(c), 1, REL); /* EPERM: m not held */
+        if (e) at_sub(cv_waiters(c), 1, REL); /* EPERM: m unlocked meanwhile by another */
         return e ? e : SQF_OP_SLEEP;
     }
     /* Only while we are counted in `waiters` may we touch c: once we

@@ -6,6 +6,7 @@
 #include "atomic.h"
 #include "check.h"
 #include "mutex_word.h"
+#include "park.h"
 
 static sqf_mutex mu = SQF_MUTEX_INIT;
 static sqf_cond cv = SQF_COND_INIT;
@@ -182,6 +183,42 @@ static void test_destroy_while_relocking(void)
     }
 }
 
+/* A wait with a mutex not held fails with EPERM and changes nothing, also
+ * while a broadcast's waiters are still to be moved onto the mutex (its
+ * one waiter parked out of its sleep, so that nobody has moved them): the
+ * move would leave them asleep on a mutex that nobody will unlock. */
+static sqf_mutex pm = SQF_MUTEX_INIT;
+static sqf_cond pc = SQF_COND_INIT;
+static sqf_word p_asleep;
+static void *parked_waiter(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(sqf_mutex_lock(&pm), 0);
+    at_store(&p_asleep, 1, SC);
+    CHECK_EQ(sqf_cond_wait(&pc, &pm), 0); /* returns after the broadcast */
+    CHECK_EQ(sqf_mutex_unlock(&pm), 0);
+    return NULL;
+}
+
+static void test_eperm_with_a_broadcast_pending(void)
+{
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, parked_waiter, NULL), 0);
+    WAIT_ASLEEP(at_load(&p_asleep, SC) && at_load((sqf_word *)&pc.waiters, SC) == 1 &&
+                !(at_load(mu_word(&pm), SC) & MU_LOCKED));
+    park_threads(&t, 1);
+    CHECK_EQ(sqf_cond_broadcast(&pc), 0); /* its wake finds nobody asleep */
+    uint32_t seq = at_load((sqf_word *)&pc.seq, SC);
+    CHECK(seq & 1); /* REQUEUE: the move is still to be made */
+    CHECK_EQ(sqf_cond_wait(&pc, &pm), EPERM);
+    CHECK_EQ(at_load((sqf_word *)&pc.seq, SC), seq); /* nothing changed */
+    CHECK_EQ(at_load(mu_word(&pm), SC), 0);
+    CHECK_EQ(at_load((sqf_word *)&pc.waiters, SC), 1);
+    unpark_threads(1);
+    pthread_join(t, NULL);
+    CHECK_EQ(sqf_cond_destroy(&pc), 0);
+}
+
 int main(void)
 {
     watchdog(60);
@@ -190,5 +227,7 @@ int main(void)
     test_signal_and_destroy();
     test_broadcast();
     test_destroy_while_relocking();
+    park_init();
+    test_eperm_with_a_broadcast_pending();
     return check_done();
 }
