@@ -89,11 +89,7 @@ static uint32_t ev_gen(uint64_t v)
 }
 static bool ev_announce(void *obj, uint64_t *st)
 {
-    uint32_t v = (uint32_t)*st;
-    /* ACQ: on failure v may show the event set, and we return on it. */
-    bool ok = (v & EV_WAITERS) || at_cas(ev_word(obj), &v, v | EV_WAITERS, ACQ);
-    *st = ok ? (v | EV_WAITERS) : v;
-    return ok;
+    return sqf_level_announce32(ev_word(obj), EV_WAITERS, st);
 }
 static sqf_word *ev_waiters_of(void *obj)
 {
@@ -101,9 +97,7 @@ static sqf_word *ev_waiters_of(void *obj)
 }
 static void ev_sleep_on(void *obj, uint64_t st, struct sqf_waitop *op)
 {
-    op->word = ev_word(obj);
-    op->expected = (uint32_t)st;
-    op->shared = st & EV_SHARED;
+    sqf_level_sleep_on32(op, ev_word(obj), st, EV_SHARED);
 }
 static const struct sqf_level_kind ev_kind = {ev_load,     ev_outcome,    ev_gen,
                                               ev_announce, ev_waiters_of, ev_sleep_on};

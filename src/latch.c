@@ -147,11 +147,7 @@ static uint32_t la_gen(uint64_t v)
 }
 static bool la_announce(void *obj, uint64_t *st)
 {
-    uint32_t v = (uint32_t)*st;
-    /* ACQ: on failure v may show the latch open, and we return on it. */
-    bool ok = (v & LA_WAITERS) || at_cas(la_word(obj), &v, v | LA_WAITERS, ACQ);
-    *st = ok ? (v | LA_WAITERS) : v;
-    return ok;
+    return sqf_level_announce32(la_word(obj), LA_WAITERS, st);
 }
 static sqf_word *la_waiters_of(void *obj)
 {
@@ -159,9 +155,7 @@ static sqf_word *la_waiters_of(void *obj)
 }
 static void la_sleep_on(void *obj, uint64_t st, struct sqf_waitop *op)
 {
-    op->word = la_word(obj);
-    op->expected = (uint32_t)st;
-    op->shared = (st & LA_SHARED) != 0;
+    sqf_level_sleep_on32(op, la_word(obj), st, LA_SHARED);
 }
 static const struct sqf_level_kind la_kind = {la_load,     la_level_outcome, la_gen,
                                               la_announce, la_waiters_of,    la_sleep_on};

@@ -27,6 +27,7 @@
 #ifndef SQF_SRC_LEVEL_H
 #define SQF_SRC_LEVEL_H
 
+#include "atomic.h"
 #include "waitop.h"
 
 /* What the algorithm needs to know of a primitive (obj is the primitive). */
@@ -48,6 +49,25 @@ struct sqf_level_kind {
     /* Fill op's word, expected and shared to sleep while the state is st. */
     void (*sleep_on)(void *obj, uint64_t st, struct sqf_waitop *op);
 };
+
+/* `announce` and `sleep_on` for a kind whose state is one 32-bit word that
+ * sleepers also sleep on (the event, the latch): WAITERS and SHARED are
+ * its bits. */
+static inline bool sqf_level_announce32(sqf_word *w, uint32_t waiters, uint64_t *st)
+{
+    uint32_t v = (uint32_t)*st;
+    /* ACQ: on failure v may show the state reached, and the wait returns on it. */
+    bool ok = (v & waiters) || at_cas(w, &v, v | waiters, ACQ);
+    *st = ok ? (v | waiters) : v;
+    return ok;
+}
+static inline void sqf_level_sleep_on32(struct sqf_waitop *op, sqf_word *w, uint64_t st,
+                                        uint32_t shared)
+{
+    op->word = w;
+    op->expected = (uint32_t)st;
+    op->shared = (st & shared) != 0;
+}
 
 /* One step of the wait on obj; *gen is the wait's own (kept in the op). */
 int sqf_level_wait_step_(struct sqf_waitop *op, int how, const struct sqf_level_kind *kind,
