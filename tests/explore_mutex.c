@@ -147,22 +147,54 @@ static const char *check_combine(void)
 static sqf_deadline freed_at, deadline1;
 static int result1;
 
+/* The lock under test: sqf_mutex, or the robust mutex (its timed lock
+ * sleeps plainly, with no awake waiter), which the scheduler runs on a
+ * simulated robust list. */
+static sqf_robust_mutex rmu;
+static bool robust;
+
+static int t_lock(void)
+{
+    return robust ? sqf_robust_mutex_lock(&rmu) : sqf_mutex_lock(&mu);
+}
+static int t_timedlock(sqf_deadline d)
+{
+    return robust ? sqf_robust_mutex_timedlock(&rmu, d) : sqf_mutex_timedlock(&mu, d);
+}
+static int t_unlock(void)
+{
+    return robust ? sqf_robust_mutex_unlock(&rmu) : sqf_mutex_unlock(&mu);
+}
+
+static void setup_mutex_deadline(void)
+{
+    setup();
+    robust = false;
+}
+
+static void setup_robust_deadline(void)
+{
+    setup();
+    sqf_robust_mutex_init(&rmu, SQF_PRIVATE);
+    robust = true;
+}
+
 static void body_deadline(int id, void *arg)
 {
     (void)arg;
     int hold = 2 + (int)(explore_seed / 7 % 40);
     if (id == 0) {
-        EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
+        EXPLORE_REQUIRE(t_lock() == 0);
         critical_for(hold);
-        EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
+        EXPLORE_REQUIRE(t_unlock() == 0);
         freed_at = sqf_now();
     } else if (id == 1) {
         deadline1 = sqf_after((int64_t)(5 + explore_seed / 11 % 60) * 1000);
-        result1 = sqf_mutex_timedlock(&mu, deadline1);
+        result1 = t_timedlock(deadline1);
         EXPLORE_REQUIRE(result1 == 0 || result1 == ETIMEDOUT);
         if (result1 == 0) {
             critical();
-            EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
+            EXPLORE_REQUIRE(t_unlock() == 0);
         }
     } else {
         for (int i = 0, n = 20 + (int)(explore_seed / 13 % 80); i < n; i++)
@@ -174,46 +206,7 @@ static const char *check_deadline(void)
 {
     if (result1 == ETIMEDOUT && freed_at < deadline1)
         return "a time-out although the lock was free before the deadline";
-    return check_entries(1 + (result1 == 0));
-}
-
-/* The same for the robust mutex (its timed lock sleeps plainly, with no
- * awake waiter), which the scheduler runs on a simulated robust list. */
-static sqf_robust_mutex rmu;
-
-static void setup_robust(void)
-{
-    setup();
-    sqf_robust_mutex_init(&rmu, SQF_PRIVATE);
-}
-
-static void body_robust_deadline(int id, void *arg)
-{
-    (void)arg;
-    int hold = 2 + (int)(explore_seed / 7 % 40);
-    if (id == 0) {
-        EXPLORE_REQUIRE(sqf_robust_mutex_lock(&rmu) == 0);
-        critical_for(hold);
-        EXPLORE_REQUIRE(sqf_robust_mutex_unlock(&rmu) == 0);
-        freed_at = sqf_now();
-    } else if (id == 1) {
-        deadline1 = sqf_after((int64_t)(5 + explore_seed / 11 % 60) * 1000);
-        result1 = sqf_robust_mutex_timedlock(&rmu, deadline1);
-        EXPLORE_REQUIRE(result1 == 0 || result1 == ETIMEDOUT);
-        if (result1 == 0) {
-            critical();
-            EXPLORE_REQUIRE(sqf_robust_mutex_unlock(&rmu) == 0);
-        }
-    } else {
-        for (int i = 0, n = 20 + (int)(explore_seed / 13 % 80); i < n; i++)
-            dsched_yield();
-    }
-}
-
-static const char *check_robust_deadline(void)
-{
-    if (result1 == ETIMEDOUT && freed_at < deadline1)
-        return "a time-out although the lock was free before the deadline";
+    if (!robust) return check_entries(1 + (result1 == 0));
     if (inside != 0) return "a thread still inside";
     if (entries != 1 + (result1 == 0)) return "entries lost or duplicated";
     return sqf_robust_mutex_destroy(&rmu) == 0 ? NULL : "the robust mutex is left locked";
@@ -241,16 +234,16 @@ int main(void)
                                20};
     struct explore_case dl = {"mutex time-out decided after the deadline, 3 threads",
                               3,
-                              setup,
+                              setup_mutex_deadline,
                               body_deadline,
                               check_deadline,
                               8000,
                               20};
     struct explore_case rdl = {"robust mutex time-out decided after the deadline, 3 threads",
                                3,
-                               setup_robust,
-                               body_robust_deadline,
-                               check_robust_deadline,
+                               setup_robust_deadline,
+                               body_deadline,
+                               check_deadline,
                                8000,
                                20};
     explore_spurious_rate = 300; /* the waiter must be back at odd moments */
