@@ -32,12 +32,15 @@ URING = os.path.exists("/usr/include/liburing.h") and bool(URING_A) \
 
 ext = Extension(
     "squarefree._squarefree",
-    sources=[os.path.join(HERE, "src", "module.c")] + [os.path.join(ROOT, "src", f) for f in LIB],
+    sources=sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
+    + [os.path.join(ROOT, "src", f) for f in LIB],
     include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "src")],
+    depends=[os.path.join(HERE, "src", "module.h")],
     define_macros=[("SQF_NO_INLINE", None)] + ([("SQF_HAVE_URING", None)] if URING else []),
     extra_objects=URING_A[:1] if URING else [],
     extra_link_args=["-Wl,--exclude-libs,ALL"],  # liburing's symbols stay private
-    extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Werror"]
+    # Hidden visibility: the extension exports PyInit__squarefree alone.
+    extra_compile_args=["-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror"]
     + (["-O0", "-g"] if os.environ.get("SQF_PY_DEBUG") else []),
 )
 

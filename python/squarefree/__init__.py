@@ -36,7 +36,7 @@ __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchErro
 
 # --- asyncio ---------------------------------------------------------------------------
 
-# The kinds of wait _LoopDriver.start knows (module.c's enum aio_kind).
+# The kinds of wait _LoopDriver.start knows (aio.c's enum aio_kind).
 _LOCK, _SEM, _EVENT, _LATCH, _COUNTDOWN, _BARRIER = range(6)
 
 # One driver (an sqf_loop) per event loop, made on first use, stored on the

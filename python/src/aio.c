@@ -1,0 +1,395 @@
+/* aio.c: the asyncio driver: a task's wait on an sqf_loop per event loop. */
+#include "module.h"
+
+#include <poll.h>
+
+/* A _LoopDriver is one sqf_loop, made for one asyncio event loop (the
+ * package's _driver() makes it on first use and watches its descriptor with
+ * loop.add_reader(fd, driver.dispatch)).  A task's wait is a _LoopOp: the
+ * library's loop form of the wait (the same step protocol as the blocking
+ * call: a thread's release can hand a lock or a permit to a task, and one
+ * wake-all reaches threads and tasks alike), and an asyncio future that its
+ * callback resolves at dispatch.  No thread per wait, none per loop.
+ *
+ * Every call on a driver comes from its event loop's thread (the package
+ * looks the driver up by the running loop), as sqf_loop requires.
+ *
+ * Cancellation takes nothing: a task cancelled while its op is pending
+ * abandons the op (sqf_loop_cancel); if the op then completes with 0 (the
+ * lock or permit arrived first), or had completed with 0 before the task
+ * saw it, what it took is given back (the lock unlocked, the permit
+ * released).  A coroutine closed without being resumed (its loop was
+ * closed, or its task was collected) drains its op before it goes, so no
+ * kernel wait is left to swallow a wake-up meant for someone else. */
+
+enum aio_kind { AK_LOCK, AK_SEM, AK_EVENT, AK_LATCH, AK_COUNTDOWN, AK_BARRIER, AK_BARRIER_GATE };
+
+/* References: the asyncio loop holds its driver (through the reader it
+ * watches), the driver its pending ops, an op its future (and through its
+ * callbacks the waiting task, and the task its loop).  A waiting task thus
+ * lives as long as its loop, as with asyncio's own primitives, and when the
+ * whole lot becomes garbage, the collector finalises the task's coroutine,
+ * which finishes its op (abandon with closing) before anything is cleared.
+ * Neither type clears its references in tp_clear: a pending op's memory is
+ * in the sqf_loop, and its target's words in the kernel's queues, until its
+ * callback has run. */
+typedef struct {
+    PyObject_HEAD sqf_loop *loop; /* no reference to the asyncio loop: it may go */
+    PyObject *pending;            /* a set of the ops whose callbacks have yet to run */
+} DriverObject;
+
+typedef struct {
+    PyObject_HEAD sqf_loop_op op; /* never moves: Python objects stay put */
+    DriverObject *driver;
+    PyObject *target; /* the primitive's object: kept alive while the op lives */
+    PyObject *future; /* NULL until the op is pending */
+    int kind;
+    int pending;              /* the callback has yet to run */
+    int result;               /* its result, once it ran */
+    int abandoned;            /* the task gave up: a 0 result is given back */
+    unsigned index;           /* a barrier's arrival index */
+    struct barrier_call call; /* a barrier's action */
+} AOpObject;
+
+PyObject *Again; /* a barrier's reset ended: the task arrives again */
+
+static int Driver_init(DriverObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, ":_LoopDriver", kwlist)) return -1;
+    if (self->loop) {
+        PyErr_SetString(PyExc_RuntimeError, "_LoopDriver initialised twice");
+        return -1;
+    }
+    self->pending = PySet_New(NULL);
+    if (!self->pending) return -1;
+    int e = sqf_loop_create(&self->loop, 0);
+    if (e) {
+        errno = e;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
+}
+
+static int Driver_traverse(DriverObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->pending);
+    return 0;
+}
+
+static int no_clear(PyObject *self)
+{
+    (void)self; /* see "References" above */
+    return 0;
+}
+
+static void Driver_dealloc(DriverObject *self)
+{
+    /* Pending ops hold a reference to their driver: none is left here. */
+    PyObject_GC_UnTrack(self);
+    if (self->loop) sqf_loop_destroy(self->loop);
+    Py_XDECREF(self->pending);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Driver_fileno(DriverObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->loop) return raise_errno(EINVAL, "_LoopDriver not initialised");
+    return PyLong_FromLong(sqf_loop_fd(self->loop));
+}
+
+static PyObject *Driver_dispatch(DriverObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->loop) return raise_errno(EINVAL, "_LoopDriver not initialised");
+    return PyLong_FromLong(sqf_loop_dispatch(self->loop));
+}
+
+static PyObject *Driver_backend(DriverObject *self, void *closure)
+{
+    (void)closure;
+    if (!self->loop) Py_RETURN_NONE;
+    return PyUnicode_FromString(sqf_loop_backend(self->loop));
+}
+
+/* Give back what a wait that ended with 0 took, for a task that gave up. */
+static void aop_undo(AOpObject *o)
+{
+    if (o->kind == AK_LOCK) sqf_mutex_unlock(&((LockObject *)o->target)->mu);
+    if (o->kind == AK_SEM) sqf_sem_release(&((SemObject *)o->target)->s, 1);
+    /* Events, latches, countdowns, a barrier's phase and gate: nothing taken. */
+}
+
+/* The Python value of a finished wait, or NULL with the exception set. */
+static PyObject *aop_value(AOpObject *o, int r)
+{
+    switch (o->kind) {
+    case AK_LATCH:
+        return latch_result(r);
+    case AK_BARRIER:
+        if (o->call.raised) return NULL; /* the action's exception */
+        if (r == 0) return PyLong_FromUnsignedLong(o->index);
+        if (r == EPIPE || r == ETIMEDOUT || r == ECANCELED) {
+            PyErr_SetNone(BrokenBarrierError);
+            return NULL;
+        }
+        return raise_errno(r, "Barrier.async_wait failed");
+    case AK_BARRIER_GATE:
+        if (r == 0) return Py_NewRef(Again);
+        return bool_result(r, "Barrier.async_wait failed");
+    default:
+        return bool_result(r, "wait failed");
+    }
+}
+
+/* Resolve the future with the value (or the exception) of result r. */
+static void aop_resolve(AOpObject *o, int r)
+{
+    PyObject *value = aop_value(o, r), *done;
+    if (value) {
+        done = PyObject_CallMethod(o->future, "set_result", "O", value);
+        Py_DECREF(value);
+    } else {
+        PyObject *type, *exc, *tb;
+        PyErr_Fetch(&type, &exc, &tb);
+        PyErr_NormalizeException(&type, &exc, &tb);
+        if (tb) PyException_SetTraceback(exc, tb);
+        done = PyObject_CallMethod(o->future, "set_exception", "O", exc);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+    }
+    if (done)
+        Py_DECREF(done);
+    else
+        PyErr_WriteUnraisable(o->future);
+}
+
+/* The sqf_loop callback, from dispatch on the loop's thread (GIL held). */
+static void aop_done(sqf_loop_op *op, int r, void *arg)
+{
+    (void)op;
+    AOpObject *o = arg;
+    o->pending = 0;
+    o->result = r;
+    PyObject *type = NULL, *exc = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &exc, &tb); /* a barrier action's, set aside while we call Python */
+    if (!o->abandoned) {
+        PyObject *cancelled = PyObject_CallMethod(o->future, "cancelled", NULL);
+        if (!cancelled) {
+            PyErr_WriteUnraisable(o->future);
+        } else {
+            o->abandoned = PyObject_IsTrue(cancelled) == 1; /* the future was cancelled */
+            Py_DECREF(cancelled);
+        }
+    }
+    PyErr_Restore(type, exc, tb);
+    if (o->abandoned) {
+        if (r == 0) aop_undo(o);
+        if (PyErr_Occurred()) PyErr_WriteUnraisable(o->target); /* nobody to raise it in */
+    } else {
+        aop_resolve(o, r);
+    }
+    if (PySet_Discard(o->driver->pending, (PyObject *)o) < 0) /* may free o */
+        PyErr_WriteUnraisable((PyObject *)o->driver);
+}
+
+/* Start the op's wait; the sqf_loop result. */
+static int aop_start(AOpObject *o, sqf_deadline deadline)
+{
+    sqf_loop *l = o->driver->loop;
+    PyObject *t = o->target;
+    switch (o->kind) {
+    case AK_LOCK:
+        return sqf_loop_mutex_lock(l, &o->op, &((LockObject *)t)->mu, deadline, NULL, aop_done, o);
+    case AK_SEM:
+        return sqf_loop_sem_acquire(l, &o->op, &((SemObject *)t)->s, deadline, NULL, aop_done, o);
+    case AK_EVENT:
+        return sqf_loop_event_wait(l, &o->op, &((EventObject *)t)->ev, deadline, NULL, aop_done, o);
+    case AK_LATCH:
+        return sqf_loop_latch_wait(l, &o->op, &((LatchObject *)t)->l, deadline, NULL, aop_done, o);
+    case AK_COUNTDOWN:
+        return sqf_loop_countdown_wait(l, &o->op, &((CountdownObject *)t)->c, deadline, NULL,
+                                       aop_done, o);
+    case AK_BARRIER_GATE:
+        return sqf_loop_event_wait(l, &o->op, &((BarrierObject *)t)->reset_done, deadline, NULL,
+                                   aop_done, o);
+    default: {
+        BarrierObject *b = (BarrierObject *)t;
+        o->call.self = b;
+        return sqf_loop_barrier_wait_fn(l, &o->op, &b->b, deadline, NULL,
+                                        b->action ? barrier_action : NULL, &o->call, &o->index,
+                                        aop_done, o);
+    }
+    }
+}
+
+static PyTypeObject *const aio_types[] = {&LockType,      &SemType,     &EventType,  &LatchType,
+                                          &CountdownType, &BarrierType, &BarrierType};
+
+/* Dispatch o's loop (the GIL released while it polls) until o's callback
+ * has run: for an op that its event loop will not dispatch. */
+static void aop_drain(AOpObject *o)
+{
+    sqf_loop *l = o->driver->loop;
+    while (o->pending) {
+        struct pollfd p = {sqf_loop_fd(l), POLLIN, 0};
+        Py_BEGIN_ALLOW_THREADS poll(&p, 1, 100);
+        Py_END_ALLOW_THREADS sqf_loop_dispatch(l);
+    }
+}
+
+/* driver.start(kind, target, timeout, loop): the wait's value if it
+ * completed at once (or its exception), else a pending _LoopOp whose
+ * .future (made by loop.create_future) the task awaits. */
+static PyObject *Driver_start(DriverObject *self, PyObject *args)
+{
+    int kind;
+    PyObject *target, *timeout, *aloop;
+    if (!PyArg_ParseTuple(args, "iOOO:start", &kind, &target, &timeout, &aloop)) return NULL;
+    if (!self->loop) return raise_errno(EINVAL, "_LoopDriver not initialised");
+    if (kind < AK_LOCK || kind > AK_BARRIER_GATE || !PyObject_TypeCheck(target, aio_types[kind])) {
+        PyErr_SetString(PyExc_TypeError, "_LoopDriver.start: wrong kind or object");
+        return NULL;
+    }
+    sqf_deadline deadline;
+    if (kind == AK_BARRIER && timeout == Py_None) timeout = ((BarrierObject *)target)->timeout;
+    if (deadline_of(timeout, &deadline) < 0) return NULL;
+    if (kind == AK_BARRIER && ((BarrierObject *)target)->resetting) kind = AK_BARRIER_GATE;
+    AOpObject *o = PyObject_GC_New(AOpObject, &AOpType);
+    if (!o) return NULL;
+    o->driver = (DriverObject *)Py_NewRef(self);
+    o->target = Py_NewRef(target);
+    o->future = NULL;
+    o->kind = kind;
+    o->pending = 0;
+    o->result = 0;
+    o->abandoned = 0;
+    o->index = 0;
+    o->call.self = NULL;
+    o->call.raised = 0;
+    PyObject_GC_Track(o);
+    int r = aop_start(o, deadline);
+    if (r != EINPROGRESS) { /* at once: no callback, no future */
+        PyObject *value = aop_value(o, r);
+        Py_DECREF(o);
+        return value;
+    }
+    o->pending = 1;
+    if (PySet_Add(self->pending, (PyObject *)o) < 0) { /* (no memory): wait here */
+        PyObject *type, *exc, *tb;
+        PyErr_Fetch(&type, &exc, &tb);
+        o->abandoned = 1;
+        sqf_loop_cancel(self->loop, &o->op);
+        aop_drain(o);
+        PyErr_Restore(type, exc, tb);
+        Py_DECREF(o);
+        return NULL;
+    }
+    o->future = PyObject_CallMethod(aloop, "create_future", NULL);
+    if (!o->future) { /* give the wait up; its callback drops it from pending */
+        o->abandoned = 1;
+        sqf_loop_cancel(self->loop, &o->op);
+        Py_DECREF(o);
+        return NULL;
+    }
+    return (PyObject *)o;
+}
+
+static void AOp_dealloc(AOpObject *o)
+{
+    PyObject_GC_UnTrack(o);
+    Py_XDECREF(o->future);
+    Py_XDECREF(o->target);
+    Py_XDECREF(o->driver);
+    PyObject_GC_Del(o);
+}
+
+static int AOp_traverse(AOpObject *o, visitproc visit, void *arg)
+{
+    Py_VISIT(o->future);
+    Py_VISIT(o->target);
+    Py_VISIT(o->driver);
+    return 0;
+}
+
+/* op.abandon(closing): the task gave up (cancelled, or its coroutine
+ * closed).  A pending op is cancelled (its callback gives back a late 0);
+ * a finished one with 0 gives back now.  `closing`: the event loop will
+ * not dispatch this op again, so dispatch here until it is done. */
+static PyObject *AOp_abandon(AOpObject *o, PyObject *closing_arg)
+{
+    int closing = PyObject_IsTrue(closing_arg);
+    if (closing < 0) return NULL;
+    if (o->abandoned) Py_RETURN_NONE;
+    o->abandoned = 1;
+    if (!o->pending) {
+        if (o->result == 0) aop_undo(o);
+        Py_RETURN_NONE;
+    }
+    sqf_loop_cancel(o->driver->loop, &o->op);
+    Py_INCREF(o); /* its callback drops the driver's reference */
+    if (closing) aop_drain(o);
+    Py_DECREF(o);
+    Py_RETURN_NONE;
+}
+
+static PyObject *AOp_future(AOpObject *o, void *closure)
+{
+    (void)closure;
+    if (!o->future) Py_RETURN_NONE;
+    return Py_NewRef(o->future);
+}
+
+static PyMethodDef AOp_methods[] = {
+    {"abandon", (PyCFunction)AOp_abandon, METH_O,
+     "abandon(closing)\n\nThe awaiting task gave up: cancel the wait and give back what it "
+     "took; closing: dispatch until the wait is over (the event loop will not)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef AOp_getset[] = {
+    {"future", (getter)AOp_future, NULL, "The future the wait resolves.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject AOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._LoopOp",
+    .tp_basicsize = sizeof(AOpObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)AOp_traverse,
+    .tp_clear = no_clear,
+    .tp_doc = "One pending wait of an asyncio task (internal).",
+    .tp_dealloc = (destructor)AOp_dealloc,
+    .tp_methods = AOp_methods,
+    .tp_getset = AOp_getset,
+};
+
+static PyMethodDef Driver_methods[] = {
+    {"fileno", (PyCFunction)Driver_fileno, METH_NOARGS,
+     "The descriptor that is readable while completions wait for dispatch()."},
+    {"dispatch", (PyCFunction)Driver_dispatch, METH_NOARGS,
+     "Run the callbacks of the waits that ended (resolving their futures)."},
+    {"start", (PyCFunction)Driver_start, METH_VARARGS,
+     "start(kind, target, timeout, loop)\n\nStart a task's wait: its value if it completed at "
+     "once, "
+     "else a pending _LoopOp."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Driver_getset[] = {
+    {"backend", (getter)Driver_backend, NULL, "'io_uring' or 'fallback'.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject DriverType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._LoopDriver",
+    .tp_basicsize = sizeof(DriverObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Driver_traverse,
+    .tp_clear = no_clear,
+    .tp_doc = "_LoopDriver()\n\nThe sqf_loop of one asyncio event loop (internal).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Driver_init,
+    .tp_dealloc = (destructor)Driver_dealloc,
+    .tp_methods = Driver_methods,
+    .tp_getset = Driver_getset,
+};

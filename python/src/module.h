@@ -1,0 +1,136 @@
+/* module.h: what the files of the squarefree extension share.
+ *
+ * Each class embeds one C primitive of the library, which the extension
+ * compiles in (python/setup.py): nothing else is needed at run time.  Every
+ * blocking call runs the primitive's wait protocol (src/waitop.h: the same
+ * step functions the C library's blocking calls and event loops run) with
+ * one of two drivers:
+ *   - blocking.c, for a thread: the C blocking driver, except that the GIL
+ *     is released while the thread sleeps and a signal handler that raises
+ *     (Ctrl-C's KeyboardInterrupt) stops the wait as a cancellation would;
+ *   - aio.c, for an asyncio task: the library's event-loop driver (one
+ *     sqf_loop per asyncio loop), resolving a future at dispatch.
+ * A primitive's file holds its type and its thread methods; it tells aio.c
+ * how a task waits on it through its kind (enum aio_kind).
+ *
+ * Objects are never freed while a thread waits on them: a method call
+ * holds a reference to its object for the whole call, and a task's pending
+ * wait holds one until its callback has run.
+ *
+ * Every symbol here is the extension's own: it is built with hidden
+ * visibility, and only PyInit__squarefree is exported.
+ */
+#ifndef SQFPY_MODULE_H
+#define SQFPY_MODULE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+
+#include <squarefree.h>
+
+/* The one internal header of the library: the module is a driver of the
+ * wait protocol. */
+#include "waitop.h"
+
+/* --- arguments and results (convert.c) ------------------------------------ */
+
+/* A timeout argument (None: for ever) as a deadline; -1 with an exception
+ * set on a bad one. */
+int deadline_of(PyObject *timeout, sqf_deadline *out);
+
+/* A wait's result as threading's: True, False on a time-out, or raised. */
+PyObject *bool_result(int r, const char *what);
+
+/* A C error that bad input or misuse can cause, as Python's exception. */
+PyObject *raise_errno(int e, const char *what);
+
+/* __exit__'s result from the release it made: False (exceptions pass). */
+PyObject *exit_result(PyObject *released);
+
+/* n (a count argument, 1 if absent) in 1..max, else ValueError. */
+int count_arg(PyObject *arg, unsigned long max, unsigned *out, const char *what);
+
+/* --- the thread driver (blocking.c) --------------------------------------- */
+
+/* Set up the GIL turnstile (once, at import): 0, or -1 with an exception. */
+int blocking_init(void);
+
+/* Release the GIL, and take it back through the turnstile. */
+PyThreadState *gil_release(void);
+void gil_take_back(PyThreadState *ts);
+
+/* Run a wait protocol to its end; the step's result.  *raised is set if an
+ * exception is pending (the caller gives back what the wait took, if
+ * anything, and returns NULL). */
+int run_wait(struct sqf_waitop *op, sqf_step_fn step, int *raised);
+
+/* A wait taking (timeout=None): parse it, then run step on op (its part of
+ * the union filled).  The step's result, or -1 with an exception set. */
+int timed_wait(PyObject *args, PyObject *kw, struct sqf_waitop *op, sqf_step_fn step);
+
+/* --- the objects ------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD sqf_event ev;
+} EventObject;
+
+typedef struct {
+    PyObject_HEAD sqf_latch l;
+} LatchObject;
+
+typedef struct {
+    PyObject_HEAD sqf_countdown c;
+} CountdownObject;
+
+typedef struct {
+    PyObject_HEAD sqf_sem s;
+    int bounded;
+    unsigned bound; /* a BoundedSemaphore's initial value */
+} SemObject;
+
+/* Lock is an sqf_mutex, which records no owner: any thread may release it,
+ * and releasing it unlocked is an error, as threading.Lock. */
+typedef struct {
+    PyObject_HEAD sqf_mutex mu;
+    unsigned long owner; /* RLock: the holder's thread ident, or 0 */
+    unsigned long count; /* RLock: its recursion depth */
+} LockObject;
+
+/* threading.Barrier over an sqf_barrier (barrier.c says how it resets). */
+typedef struct {
+    PyObject_HEAD sqf_barrier b;
+    PyObject *action;     /* or NULL */
+    PyObject *timeout;    /* the default timeout (None: for ever) */
+    unsigned long runner; /* the thread running the action, or 0 (under the GIL) */
+    int resetting;        /* under the GIL */
+    sqf_event reset_done; /* set while no reset is under way */
+} BarrierObject;
+
+/* A barrier wait's action: the completion barrier_action runs. */
+struct barrier_call {
+    BarrierObject *self;
+    int raised; /* the action raised: its exception is set */
+};
+void barrier_action(void *arg);
+
+extern PyTypeObject EventType, LatchType, CountdownType, SemType, BSemType, LockType, RLockType,
+    CondType, OnceType, BarrierType, DriverType, AOpType;
+
+extern PyObject *BrokenLatchError;   /* squarefree.BrokenLatchError */
+extern PyObject *BrokenBarrierError; /* threading.BrokenBarrierError */
+extern PyObject *Again;              /* a barrier's reset ended: the task arrives again */
+
+/* A latch wait's result: True, False on a time-out, or BrokenLatchError. */
+PyObject *latch_result(int r);
+
+/* Lock's and RLock's methods, which Condition forwards to. */
+PyObject *Lock_acquire(LockObject *self, PyObject *args, PyObject *kw);
+PyObject *Lock_release(LockObject *self, PyObject *unused);
+PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw);
+PyObject *RLock_release(LockObject *self, PyObject *unused);
+
+#endif
