@@ -23,6 +23,10 @@ PACKAGES=(
     python3-matplotlib             # sqbench plots
     python3-dev python3-setuptools # the CPython module (python/)
     python3-venv python3-pytest    # ... installed into a venv by pip, and its tests
+    python3-hypothesis             # ... property tests of the Python primitives
+    libpython3.11-testsuite        # CPython's own lock_tests.py and test_queue.py, which the
+                                   # drop-ins pass (it pulls the matching python3.11)
+    python3-janus python3-anyio    # Python peers: janus's queue, anyio's CapacityLimiter
     git ca-certificates
 )
 
