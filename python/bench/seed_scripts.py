@@ -35,13 +35,14 @@ the floor and at least 20x faster than the seed's code; exponents at most
 the floor's + 0.05), each met or missed.
 """
 import argparse
-import functools
 import os
 import statistics
 import subprocess
 import sys
 import threading
 import time
+
+from _common import exponent, plot_module
 
 CASES = {
     "start": ["seed", "latch"],
@@ -208,24 +209,6 @@ ONE = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def _sqbench_plot():
-    """sqbench's plot.py (standard library only at import), for its fit."""
-    import importlib.util
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
-                        "sqbench", "plot.py")
-    spec = importlib.util.spec_from_file_location("sqbench_plot", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def exponent(ns, ys):
-    """The fitted exponent k of y ~ n^k, as sqbench fits it (nan if it cannot)."""
-    k = _sqbench_plot().slope(list(zip(ns, ys)))
-    return float("nan") if k is None else k
-
-
 TITLES = {
     "start": "start n threads",
     "mutex": "serialise n threads through a lock",
@@ -235,7 +218,7 @@ TITLES = {
 
 def plot(outdir, ns, med, runs, limit):
     """The table as a figure: each case's variants and the floor, log-log."""
-    P = _sqbench_plot()
+    P = plot_module()
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
