@@ -2,46 +2,14 @@
 LifoQueue and PriorityQueue (queue.Queue's interface, async_* methods for
 tasks, and janus's sync_q/async_q shape) and SimpleQueue.
 
-How they wait.  The items are counted by a squarefree Semaphore, the free
-slots of a bounded queue by another, and the unfinished tasks by a
-CountdownEvent; the storage is a Python container behind the _init,
-_qsize, _put and _get hooks, called as queue.Queue calls them (under
-``self.mutex``, held only for those O(1) steps, never across a wait).
-Invariant, between any two of the queue's own operations: the item
-semaphore's permits are at most the items stored, less those reserved by
-getters that hold a permit and have not yet taken their item; the slot
-semaphore's permits (less ``_debt``, after a shrink) are at most maxsize
-less the items stored and reserved by putters.
-
-- put: take a slot permit (bounded queue: waiting for one, as a thread in
-  the thread driver, as a task in the loop driver), store the item, count
-  it unfinished, add one item permit: that release wakes at most the one
-  getter it satisfies, with one system call (none if nobody sleeps), so n
-  blocked getters fed n items cost O(n) in all.
-- get: take an item permit (waiting likewise), then the item, then free
-  a slot.  A permit is a reservation of some item, not of a given one: a
-  task cancelled after its permit arrived gives the permit back (the loop
-  driver's abandon path) and the item never left its place.  A cancelled
-  put gives its slot back likewise and has put nothing.
-- shutdown: floods both semaphores with permits (one release each, one
-  system call each, whatever number of threads and tasks wait); a woken
-  getter that finds the queue shut down and empty, or a woken putter,
-  raises ShutDown and returns its permit, so the flood never runs out.
-  close() does the same and also empties the count of unfinished tasks,
-  waking join().
-
-Why not the C library's sqf_queue for the FIFO queue: it holds fixed-size
-items in a bounded ring, while queue.Queue is unbounded by default, and its
-organisation is the overridable hooks above (LifoQueue, PriorityQueue,
-users' subclasses, CPython's own tests override them); and a task's pop
-would happen at dispatch, so a task cancelled after that holds an item
-that can only go back at the tail, out of order.  Semaphores of
-reservations, with the items in the container, keep every item in place
-until a getter that will return it takes it.
+Queue stands on _QueueCore (python/src/queue.c, which says how they wait
+and why the library's sqf_queue does not fit): a thread's put and get are
+single C calls; a task waits on the same Semaphores in the loop driver,
+then takes its item or stores its own with the core's _take and _insert,
+with no await in between, so a cancelled task has taken or put nothing.
 """
 import collections as _collections
 import heapq as _heapq
-import queue as _stdqueue
 import time as _time
 import types as _types
 from queue import Empty, Full
@@ -52,36 +20,14 @@ from . import _squarefree as _c
 __all__ = ["Empty", "Full", "LifoQueue", "PriorityQueue", "Queue", "QueueShutDown",
            "ShutDown", "SimpleQueue"]
 
+# queue.ShutDown on Python 3.13 and later, else squarefree's own.
+ShutDown = QueueShutDown = _c.ShutDown
 
-if hasattr(_stdqueue, "ShutDown"):
-    ShutDown = _stdqueue.ShutDown
-else:
-    class ShutDown(Exception):
-        """Raised by put() on a queue that is shut down, and by get() on one
-        that is shut down and empty (queue.ShutDown, which this is on
-        Python 3.13 and later)."""
-
-    ShutDown.__module__ = "squarefree"
-
-QueueShutDown = ShutDown
-
-_SEM_MAX = 0x7FFFFFFF  # SQF_SEM_VALUE_MAX
-# A shut-down queue's semaphores hold at least this many permits: all its
-# waiters wake, and every permit a woken waiter gives back still fits.
-_FLOOD = 1 << 30
-_STALE = object()  # _take found no item for its permit (see _take)
-_CLOSED = "Operation on the closed queue is forbidden"  # janus's words
-
-
-def _flood(sem):
-    """Wake every waiter of sem with one release, leaving it plenty."""
-    v = sem.value
-    if v < _FLOOD:
-        sem.release(_FLOOD - v)
+_STALE = _c._QUEUE_STALE  # _take found no item for its permit: wait again
 
 
 def _deadline(block, timeout):
-    """get()'s deadline (None: none), with queue's check of the timeout."""
+    """A get's deadline (None: none), with queue's check of the timeout."""
     if not block or timeout is None:
         return None
     if timeout < 0:
@@ -93,7 +39,7 @@ def _left(deadline):
     return None if deadline is None else max(0.0, deadline - _time.monotonic())
 
 
-class Queue:
+class Queue(_c._QueueCore):
     """Queue(maxsize=0)
 
     A FIFO queue for threads and asyncio tasks at once: queue.Queue's
@@ -112,20 +58,6 @@ class Queue:
 
     __class_getitem__ = classmethod(_types.GenericAlias)
 
-    def __init__(self, maxsize=0):
-        self._init(maxsize)
-        self._maxsize = maxsize
-        # Guards the hooks and the bookkeeping around them (queue.Queue's
-        # mutex); never held across a wait.
-        self.mutex = _c.Lock()
-        self._items = _c.Semaphore(0)
-        self._slots = _c.Semaphore(min(maxsize, _SEM_MAX) if maxsize > 0 else 0)
-        self._debt = 0  # slots to retire instead of freeing (after a shrink)
-        self._unfinished = _c.CountdownEvent(0)
-        self.is_shutdown = False
-        self._closed = False
-        self._async_q = None
-
     # --- the hooks (queue.Queue's) ------------------------------------------------
 
     def _init(self, maxsize):
@@ -142,38 +74,6 @@ class Queue:
 
     # --- size ------------------------------------------------------------------
 
-    @property
-    def maxsize(self):
-        """The bound (<= 0: none).  Settable, as queue.Queue's: a larger
-        bound frees slots at once; a smaller one retires them as items
-        leave.  A change to or from 0 counts the slots from qsize() and is
-        exact only while no put is under way."""
-        return self._maxsize
-
-    @maxsize.setter
-    def maxsize(self, n):
-        with self.mutex:
-            old, self._maxsize = self._maxsize, n
-            if self.is_shutdown:
-                return
-            if n <= 0:
-                if old > 0:
-                    _flood(self._slots)  # waiting putters go ahead
-                return
-            free = min(n, _SEM_MAX) - (min(old, _SEM_MAX) if old > 0 else self._qsize())
-            if old <= 0:
-                self._slots = _c.Semaphore(0)
-                self._debt = 0
-            while free < 0 and self._slots.acquire(False):
-                free += 1
-            if free < 0:
-                self._debt -= free
-            else:
-                repaid = min(free, self._debt)
-                self._debt -= repaid
-                if free > repaid:
-                    self._slots.release(free - repaid)
-
     def qsize(self):
         """The number of items in the queue (a snapshot)."""
         with self.mutex:
@@ -187,142 +87,53 @@ class Queue:
     def full(self):
         """True if the queue holds maxsize items or more (a snapshot)."""
         with self.mutex:
-            return 0 < self._maxsize <= self._qsize()
+            return 0 < self.maxsize <= self._qsize()
 
     @property
     def unfinished_tasks(self):
         """Items put and not yet marked done by task_done()."""
         return self._unfinished.value
 
-    # --- put -------------------------------------------------------------------
-
-    def _check_closed(self):
-        if self._closed:
-            raise RuntimeError(_CLOSED)
-
-    def _before_put(self, block, timeout):
-        """A put's checks, then its slot: (None, False) unbounded; (slots,
-        False) a slot taken without waiting; (slots, True) one to wait for.
-        Full if not blocking and none is free."""
-        self._check_closed()
-        if self.is_shutdown:
-            raise ShutDown
-        if self._maxsize <= 0:
-            return None, False
-        slots = self._slots
-        if not block:
-            if not slots.acquire(False):
-                raise Full
-            return slots, False
-        if timeout is not None and timeout < 0:
-            raise ValueError("'timeout' must be a non-negative number")
-        return slots, True
-
-    def _insert(self, item, slots):
-        """Store an item whose slot (from slots, if not None) is taken."""
-        with self.mutex:
-            try:
-                self._check_closed()
-                if self.is_shutdown:
-                    raise ShutDown
-                self._unfinished.up(1)
-                try:
-                    self._put(item)
-                except BaseException:
-                    self._unfinished.down(1)
-                    raise
-            except BaseException:
-                if slots is not None:
-                    slots.release(1)
-                raise
-            self._items.release(1)
-
-    def put(self, item, block=True, timeout=None):
-        """Put item into the queue, waiting for a free slot if it is
-        bounded and full (for ever, or timeout seconds, then Full); Full at
-        once if not block; ShutDown once shut down."""
-        slots, wait = self._before_put(block, timeout)
-        if wait and not slots.acquire(True, timeout):
-            raise Full
-        self._insert(item, slots)
+    # --- put and get -------------------------------------------------------------
 
     def put_nowait(self, item):
         """put(item, block=False)."""
         self.put(item, False)
 
-    async def async_put(self, item, block=True, timeout=None):
-        """put() for an asyncio task: waits as a task, never blocking its
-        event loop.  Cancelled while it waits, it has put nothing."""
-        slots, wait = self._before_put(block, timeout)
-        if wait and not await _wait(_SEM, slots, timeout):
-            raise Full
-        self._insert(item, slots)
-
-    # --- get -------------------------------------------------------------------
-
-    def _take(self):
-        """Take an item for an item permit just taken; _STALE if there is
-        none although the queue is open (someone took it from self.queue
-        behind the queue's back: the permit is dropped and the getter waits
-        again)."""
-        with self.mutex:
-            if self._closed or (self.is_shutdown and not self._qsize()):
-                self._items.release(1)  # to the flood: the next woken waiter's
-                self._check_closed()
-                raise ShutDown
-            if not self._qsize():
-                return _STALE
-            try:
-                item = self._get()
-            except BaseException:
-                self._items.release(1)
-                raise
-            if self._maxsize > 0:
-                if self._debt:
-                    self._debt -= 1
-                else:
-                    self._slots.release(1)
-            return item
-
-    def get(self, block=True, timeout=None):
-        """Remove and return the next item, waiting for one (for ever, or
-        timeout seconds, then Empty); Empty at once if not block; once shut
-        down, the items left and then ShutDown."""
-        deadline = _deadline(block, timeout)
-        self._check_closed()
-        while True:
-            if not self._items.acquire(block, _left(deadline)):
-                raise Empty
-            item = self._take()
-            if item is not _STALE:
-                return item
-            if not block:
-                raise Empty
-
     def get_nowait(self):
         """get(block=False)."""
         return self.get(False)
+
+    async def async_put(self, item, block=True, timeout=None):
+        """put() for an asyncio task: waits as a task, never blocking its
+        event loop.  Cancelled while it waits, it has put nothing."""
+        if not block:
+            return self.put(item, False)
+        slots = self._put_slots(timeout)
+        if slots is not None and not await _wait(_SEM, slots, timeout):
+            raise Full
+        self._insert(item, slots)
 
     async def async_get(self, block=True, timeout=None):
         """get() for an asyncio task: waits as a task.  Cancelled while it
         waits, it takes nothing: an item that had reached it stays first in
         line."""
+        if not block:
+            return self.get(False)
         deadline = _deadline(block, timeout)
         self._check_closed()
         while True:
-            if block:
-                got = await _wait(_SEM, self._items, _left(deadline))
-            else:
-                got = self._items.acquire(False)
-            if not got:
+            if not await _wait(_SEM, self._items, _left(deadline)):
                 raise Empty
             item = self._take()
             if item is not _STALE:
                 return item
-            if not block:
-                raise Empty
 
     # --- tasks done --------------------------------------------------------------
+
+    def _check_closed(self):
+        if self._closed:
+            raise RuntimeError("Operation on the closed queue is forbidden")
 
     def task_done(self):
         """Mark one item got as processed; join() returns once every item
@@ -362,8 +173,7 @@ class Queue:
                     self._get()
                     if self._unfinished.value:
                         self._unfinished.down(1)
-            _flood(self._items)
-            _flood(self._slots)
+            self._wake_all()
 
     def close(self):
         """janus's close(): every method but qsize, empty, full and the
@@ -402,7 +212,7 @@ class Queue:
     @property
     def async_q(self):
         """janus's async_q: a view with asyncio.Queue's interface."""
-        view = self._async_q
+        view = self.__dict__.get("_async_q")
         if view is None:
             view = self._async_q = AsyncQueueView(self)
         return view

@@ -9,12 +9,13 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__squarefree(void)
 {
-    PyTypeObject *types[] = {&EventType, &LatchType,   &CountdownType, &SemType,
-                             &BSemType,  &LockType,    &RLockType,     &CondType,
-                             &OnceType,  &BarrierType, &DriverType,    &AOpType};
+    PyTypeObject *types[] = {&EventType,  &LatchType, &CountdownType, &SemType,  &BSemType,
+                             &LockType,   &RLockType, &CondType,      &OnceType, &BarrierType,
+                             &DriverType, &AOpType,   &QueueType};
     const char *names[] = {
-        "Event", "Latch",      "CountdownEvent", "Semaphore", "BoundedSemaphore", "Lock",
-        "RLock", "_Condition", "Once",           "Barrier",   "_LoopDriver",      "_LoopOp"};
+        "Event",       "Latch",   "CountdownEvent", "Semaphore", "BoundedSemaphore",
+        "Lock",        "RLock",   "_Condition",     "Once",      "Barrier",
+        "_LoopDriver", "_LoopOp", "_QueueCore"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     if (blocking_init() < 0) return NULL;
@@ -36,6 +37,7 @@ PyMODINIT_FUNC PyInit__squarefree(void)
         goto fail;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) goto fail;
+    if (queue_init(m) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

@@ -20,6 +20,7 @@ import pytest
 
 import squarefree as sf
 from test_asyncio import backend, in_loop_thread, joined  # noqa: F401 (a fixture)
+from test_primitives import Interrupted, interrupt_main_after, usr1_raises  # noqa: F401
 
 QUEUES = [sf.Queue, sf.LifoQueue, sf.PriorityQueue]
 
@@ -354,6 +355,27 @@ def test_blocked_get_woken_by_a_put_from_another_kind():
     joined(t, out)
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+def test_signal_interrupts_put_and_get(usr1_raises):
+    """A signal handler that raises stops a blocked get or put, which takes
+    (or puts) nothing: the queue then works as before."""
+    q = sf.Queue(1)
+    t = interrupt_main_after(0.05)
+    with pytest.raises(Interrupted):
+        q.get(timeout=5)
+    t.join()
+    q.put("a")
+    t = interrupt_main_after(0.05)
+    with pytest.raises(Interrupted):
+        q.put("b", timeout=5)
+    t.join()
+    assert q.qsize() == 1 and q.get(timeout=1) == "a"
+    q.put_nowait("c")  # one slot, as before
+    pytest.raises(sf.Full, q.put_nowait, "d")
+    assert q.get_nowait() == "c" and q.unfinished_tasks == 2
+
+
 # --- shutdown -----------------------------------------------------------------------
 
 def _wait_for(pred, timeout=10.0):
@@ -626,6 +648,18 @@ def test_references_through_cancellation_timeouts_and_shutdown(backend):
     del q
     gc.collect()
     assert ref() is None and ref2() is None
+
+
+def test_a_queue_in_a_cycle_is_collected():
+    for cls in QUEUES + [sf.SimpleQueue]:
+        q = cls()
+        q.put(q if cls is not sf.PriorityQueue else (0, q))
+        if cls is not sf.SimpleQueue:
+            q.async_q  # the view refers back to the queue
+        ref = weakref.ref(q)
+        del q
+        gc.collect()
+        assert ref() is None, cls
 
 
 def test_no_memory_growth_with_repeated_timeouts_and_cancels():
