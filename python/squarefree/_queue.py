@@ -345,7 +345,7 @@ class PriorityQueue(Queue):
         return _heapq.heappop(self.queue)
 
 
-class SimpleQueue:
+class SimpleQueue(_c._SimpleQueueCore):
     """SimpleQueue()
 
     An unbounded FIFO queue, as queue.SimpleQueue: put never blocks, and
@@ -355,50 +355,16 @@ class SimpleQueue:
 
     __class_getitem__ = classmethod(_types.GenericAlias)
 
-    def __init__(self):
-        self._queue = _collections.deque()
-        self._items = _c.Semaphore(0)
-
-    def put(self, item, block=True, timeout=None):
-        """Put item into the queue; never blocks (block and timeout are
-        there for queue.Queue's signature)."""
-        self._queue.append(item)
-        self._items.release(1)
-
-    def put_nowait(self, item):
-        """put(item)."""
-        self.put(item)
-
     async def async_put(self, item):
         """put(item), for symmetry with async_get."""
         self.put(item)
 
-    def get(self, block=True, timeout=None):
-        """Remove and return the next item, waiting for one (for ever, or
-        timeout seconds, then Empty); Empty at once if not block."""
-        if not self._items.acquire(block, _left(_deadline(block, timeout))):
-            raise Empty
-        return self._queue.popleft()
-
-    def get_nowait(self):
-        """get(block=False)."""
-        return self.get(False)
-
     async def async_get(self, block=True, timeout=None):
         """get() for an asyncio task.  Cancelled while it waits, it takes
         nothing."""
-        if block:
-            got = await _wait(_SEM, self._items, _left(_deadline(block, timeout)))
-        else:
-            got = self._items.acquire(False)
-        if not got:
+        if not block:
+            return self.get(False)
+        _deadline(True, timeout)  # queue's check of the timeout
+        if not await _wait(_SEM, self._items, timeout):
             raise Empty
-        return self._queue.popleft()
-
-    def empty(self):
-        """True if the queue holds no item (a snapshot)."""
-        return not self._queue
-
-    def qsize(self):
-        """The number of items in the queue (a snapshot)."""
-        return len(self._queue)
+        return self._take()

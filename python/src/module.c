@@ -9,13 +9,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__squarefree(void)
 {
-    PyTypeObject *types[] = {&EventType,  &LatchType, &CountdownType, &SemType,  &BSemType,
-                             &LockType,   &RLockType, &CondType,      &OnceType, &BarrierType,
-                             &DriverType, &AOpType,   &QueueType};
+    PyTypeObject *types[] = {&EventType, &LatchType,   &CountdownType, &SemType,
+                             &BSemType,  &LockType,    &RLockType,     &CondType,
+                             &OnceType,  &BarrierType, &DriverType,    &AOpType};
     const char *names[] = {
-        "Event",       "Latch",   "CountdownEvent", "Semaphore", "BoundedSemaphore",
-        "Lock",        "RLock",   "_Condition",     "Once",      "Barrier",
-        "_LoopDriver", "_LoopOp", "_QueueCore"};
+        "Event", "Latch",      "CountdownEvent", "Semaphore", "BoundedSemaphore", "Lock",
+        "RLock", "_Condition", "Once",           "Barrier",   "_LoopDriver",      "_LoopOp"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     if (blocking_init() < 0) return NULL;

@@ -120,9 +120,9 @@ void barrier_action(void *arg);
 extern PyTypeObject EventType, LatchType, CountdownType, SemType, BSemType, LockType, RLockType,
     CondType, OnceType, BarrierType, DriverType, AOpType;
 
-/* _QueueCore (queue.c), and its exceptions put in the module m at import:
- * 0, or -1 raised. */
-extern PyTypeObject QueueType;
+/* _QueueCore and _SimpleQueueCore (queue.c): queue_init readies them and
+ * puts them, and the exceptions they raise, in the module m at import: 0,
+ * or -1 raised. */
 int queue_init(PyObject *m);
 
 extern PyObject *BrokenLatchError;   /* squarefree.BrokenLatchError */

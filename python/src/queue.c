@@ -455,7 +455,7 @@ static PyGetSetDef Q_getset[] = {
      NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
-PyTypeObject QueueType = {
+static PyTypeObject QueueType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree._QueueCore",
     .tp_basicsize = sizeof(QueueObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
@@ -469,14 +469,175 @@ PyTypeObject QueueType = {
     .tp_getset = Q_getset,
 };
 
+/* --- _SimpleQueueCore ------------------------------------------------------------ */
+
+/* queue.SimpleQueue's: a deque and the Semaphore counting its items (at
+ * most the items stored less those reserved by getters).  No mutex: put
+ * is a deque append and a release, both without a Python call, so it is
+ * reentrant (a __del__ or a signal handler may put while this thread is
+ * inside put or get), and an append and a pop need none. */
+typedef struct {
+    PyObject_HEAD SemObject *items;
+    PyObject *deque;
+} SimpleQueueObject;
+
+static PyObject *deque_type, *str_append, *str_popleft;
+
+static PyObject *SQ_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)args;
+    (void)kw;
+    SimpleQueueObject *q = (SimpleQueueObject *)type->tp_alloc(type, 0);
+    if (!q) return NULL;
+    q->items = (SemObject *)PyObject_CallFunction((PyObject *)&SemType, "I", 0u);
+    q->deque = PyObject_CallNoArgs(deque_type);
+    if (!q->items || !q->deque) {
+        Py_DECREF(q);
+        return NULL;
+    }
+    return (PyObject *)q;
+}
+
+static int SQ_init(SimpleQueueObject *q, PyObject *args, PyObject *kw)
+{
+    (void)q;
+    static char *kwlist[] = {NULL};
+    return PyArg_ParseTupleAndKeywords(args, kw, ":SimpleQueue", kwlist) ? 0 : -1;
+}
+
+static int SQ_traverse(SimpleQueueObject *q, visitproc visit, void *arg)
+{
+    Py_VISIT(q->deque);
+    return 0;
+}
+
+static int SQ_clear(SimpleQueueObject *q)
+{
+    Py_CLEAR(q->deque); /* garbage: nobody waits on it (a waiter holds a reference) */
+    return 0;
+}
+
+static void SQ_dealloc(SimpleQueueObject *q)
+{
+    PyObject_GC_UnTrack(q);
+    Py_XDECREF(q->items);
+    Py_XDECREF(q->deque);
+    Py_TYPE(q)->tp_free((PyObject *)q);
+}
+
+static PyObject *SQ_put(SimpleQueueObject *q, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"item", "block", "timeout", NULL};
+    PyObject *item, *timeout = Py_None;
+    int block = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pO:put", kwlist, &item, &block, &timeout))
+        return NULL;
+    if (!q->deque) return raise_errno(EINVAL, "SimpleQueue cleared");
+    PyObject *r = PyObject_CallMethodOneArg(q->deque, str_append, item);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    sem_add(q->items, 1); /* (2^31 - 1 items at most: far beyond memory) */
+    Py_RETURN_NONE;
+}
+
+static PyObject *SQ_put_nowait(SimpleQueueObject *q, PyObject *item)
+{
+    PyObject *args = PyTuple_Pack(1, item), *r = args ? SQ_put(q, args, NULL) : NULL;
+    Py_XDECREF(args);
+    return r;
+}
+
+/* The item a permit just taken reserves (a new reference). */
+static PyObject *SQ_take(SimpleQueueObject *q, PyObject *unused)
+{
+    (void)unused;
+    if (!q->deque) return raise_errno(EINVAL, "SimpleQueue cleared");
+    return PyObject_CallMethodNoArgs(q->deque, str_popleft);
+}
+
+static PyObject *SQ_get(SimpleQueueObject *q, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"block", "timeout", NULL};
+    PyObject *timeout = Py_None;
+    int block = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pO:get", kwlist, &block, &timeout)) return NULL;
+    sqf_deadline deadline = SQF_FOREVER;
+    if (block && q_deadline(timeout, &deadline) < 0) return NULL;
+    int got = sem_take(q->items, block, deadline);
+    if (got == 0) PyErr_SetNone(Empty);
+    return got > 0 ? SQ_take(q, NULL) : NULL;
+}
+
+static PyObject *SQ_get_nowait(SimpleQueueObject *q, PyObject *unused)
+{
+    (void)unused;
+    PyObject *args = Py_BuildValue("(O)", Py_False), *r = args ? SQ_get(q, args, NULL) : NULL;
+    Py_XDECREF(args);
+    return r;
+}
+
+static PyObject *SQ_qsize(SimpleQueueObject *q, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromSsize_t(q->deque ? PyObject_Length(q->deque) : 0);
+}
+
+static PyObject *SQ_empty(SimpleQueueObject *q, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(!q->deque || PyObject_Length(q->deque) == 0);
+}
+
+static PyMethodDef SQ_methods[] = {
+    {"put", (PyCFunction)(void (*)(void))SQ_put, METH_VARARGS | METH_KEYWORDS,
+     "put(item, block=True, timeout=None)\n\nPut item into the queue; never blocks (block "
+     "and timeout are there for queue.Queue's signature); reentrant."},
+    {"put_nowait", (PyCFunction)SQ_put_nowait, METH_O, "put_nowait(item)\n\nput(item)."},
+    {"get", (PyCFunction)(void (*)(void))SQ_get, METH_VARARGS | METH_KEYWORDS,
+     "get(block=True, timeout=None)\n\nRemove and return the next item, waiting for one (for "
+     "ever, or timeout seconds, then queue.Empty); Empty at once if not block."},
+    {"get_nowait", (PyCFunction)SQ_get_nowait, METH_NOARGS, "get_nowait()\n\nget(block=False)."},
+    {"qsize", (PyCFunction)SQ_qsize, METH_NOARGS,
+     "qsize()\n\nThe number of items in the queue (a snapshot)."},
+    {"empty", (PyCFunction)SQ_empty, METH_NOARGS,
+     "empty()\n\nTrue if the queue holds no item (a snapshot)."},
+    {"_take", (PyCFunction)SQ_take, METH_NOARGS,
+     "_take()\n\nThe item an item permit just taken reserves (internal)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyMemberDef SQ_members[] = {{"_items", T_OBJECT, offsetof(SimpleQueueObject, items),
+                                    READONLY, "The Semaphore counting the items (internal)."},
+                                   {NULL, 0, 0, 0, NULL}};
+
+static PyTypeObject SimpleQueueType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree._SimpleQueueCore",
+    .tp_basicsize = sizeof(SimpleQueueObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "_SimpleQueueCore()\n\nThe core of squarefree.SimpleQueue (internal).",
+    .tp_new = SQ_new,
+    .tp_init = (initproc)SQ_init,
+    .tp_traverse = (traverseproc)SQ_traverse,
+    .tp_clear = (inquiry)SQ_clear,
+    .tp_dealloc = (destructor)SQ_dealloc,
+    .tp_methods = SQ_methods,
+    .tp_members = SQ_members,
+};
+
+/* The types, and the exceptions they raise, into the module m. */
 int queue_init(PyObject *m)
 {
     str_qsize = PyUnicode_InternFromString("_qsize");
     str_put = PyUnicode_InternFromString("_put");
     str_get = PyUnicode_InternFromString("_get");
+    str_append = PyUnicode_InternFromString("append");
+    str_popleft = PyUnicode_InternFromString("popleft");
     Stale = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    PyObject *collections = PyImport_ImportModule("collections");
+    deque_type = collections ? PyObject_GetAttrString(collections, "deque") : NULL;
+    Py_XDECREF(collections);
     PyObject *queue = PyImport_ImportModule("queue");
-    if (!str_qsize || !str_put || !str_get || !Stale || !queue) {
+    if (!str_qsize || !str_put || !str_get || !str_append || !str_popleft || !Stale ||
+        !deque_type || !queue) {
         Py_XDECREF(queue);
         return -1;
     }
@@ -493,7 +654,10 @@ int queue_init(PyObject *m)
             PyExc_Exception, NULL);
     }
     if (!Empty || !Full || !ShutDown) return -1;
-    if (PyModule_AddObjectRef(m, "ShutDown", ShutDown) < 0 ||
+    if (PyType_Ready(&QueueType) < 0 || PyType_Ready(&SimpleQueueType) < 0 ||
+        PyModule_AddObjectRef(m, "_QueueCore", (PyObject *)&QueueType) < 0 ||
+        PyModule_AddObjectRef(m, "_SimpleQueueCore", (PyObject *)&SimpleQueueType) < 0 ||
+        PyModule_AddObjectRef(m, "ShutDown", ShutDown) < 0 ||
         PyModule_AddObjectRef(m, "_QUEUE_STALE", Stale) < 0)
         return -1;
     return 0;
