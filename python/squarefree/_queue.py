@@ -214,11 +214,11 @@ class Queue(_c._QueueCore):
         """janus's async_q: a view with asyncio.Queue's interface."""
         view = self.__dict__.get("_async_q")
         if view is None:
-            view = self._async_q = AsyncQueueView(self)
+            view = self._async_q = _AsyncQueueView(self)
         return view
 
 
-class AsyncQueueView:
+class _AsyncQueueView:
     """The asyncio.Queue interface of a squarefree queue (its async_q), as
     janus's async_q: ``await put(item)``, ``await get()``, ``await join()``,
     put_nowait and get_nowait raising asyncio.QueueFull and
