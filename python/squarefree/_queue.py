@@ -171,9 +171,20 @@ class Queue(_c._QueueCore):
             if immediate:
                 while self._qsize():
                     self._get()
-                    if self._unfinished.value:
-                        self._unfinished.down(1)
+                    self._done_up_to(1)
             self._wake_all()
+
+    def _done_up_to(self, n):
+        """Mark up to n tasks done (fewer if fewer are unfinished, even as
+        task_done() races this)."""
+        while n:
+            left = self._unfinished.value
+            try:
+                if left:
+                    self._unfinished.down(min(n, left))
+                return
+            except ValueError:  # a task_done came first: look again
+                continue
 
     def close(self):
         """janus's close(): every method but qsize, empty, full and the
@@ -182,9 +193,7 @@ class Queue(_c._QueueCore):
         with self.mutex:
             self._closed = True
         self.shutdown(immediate=True)
-        left = self._unfinished.value
-        if left:
-            self._unfinished.down(left)
+        self._done_up_to(self._unfinished.value)  # wakes every join
 
     @property
     def closed(self):

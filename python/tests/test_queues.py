@@ -634,6 +634,39 @@ def test_references_through_cancellation_timeouts_and_shutdown(backend):
         gc.collect()
         assert [sys.getrefcount(x) for x in items] == before
 
+    # hooks that raise, and thread time-outs: nothing kept, nothing lost
+    class Failing(sf.Queue):
+        n = 0
+
+        def _put(self, item):
+            self.n += 1
+            if self.n % 2:
+                raise KeyError("put")
+            super()._put(item)
+
+        def _get(self):
+            self.n += 1
+            if self.n % 3 == 0:
+                raise KeyError("get")
+            return super()._get()
+    q = Failing(3)
+    kept = 0
+    for round_ in range(200):
+        try:
+            q.put(items[round_ % 50], timeout=0.0)
+        except (KeyError, sf.Full):
+            pass
+        if round_ % 2:
+            try:
+                q.get(timeout=0.0)
+            except (KeyError, sf.Empty):
+                pass
+    kept = q.qsize()
+    assert 0 < kept <= 3 and q._items.value == kept and q._slots.value == 3 - kept
+    del q
+    gc.collect()
+    assert [sys.getrefcount(x) for x in items] == before
+
     # a queue dropped with items in it frees them, and only then
     q = sf.Queue()
     held = Item()
@@ -688,3 +721,41 @@ def test_no_memory_growth_with_repeated_timeouts_and_cancels():
             tracemalloc.stop()
         return grown
     assert run_in_loop(main()) < 64 * 1024
+
+
+# --- one thread: the same answers as queue's own --------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.integers(0, 9)),
+    st.tuples(st.just("get")),
+    st.tuples(st.just("done")),
+    st.tuples(st.just("maxsize"), st.integers(-1, 6)),
+), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(kind=st.sampled_from(["Queue", "LifoQueue", "PriorityQueue"]),
+       maxsize=st.integers(-1, 5), ops=OPS)
+def test_same_answers_as_queue(kind, maxsize, ops):
+    """Non-blocking operations and changes of maxsize, on ours and on
+    queue's: the same items, exceptions and sizes at every step."""
+    ours, theirs = getattr(sf, kind)(maxsize), getattr(queue, kind)(maxsize)
+
+    def run(q, op):
+        try:
+            if op[0] == "put":
+                return q.put_nowait(op[1])
+            if op[0] == "get":
+                return q.get_nowait()
+            if op[0] == "done":
+                return q.task_done()
+            q.maxsize = op[1]
+        except (queue.Empty, queue.Full, ValueError) as e:
+            return type(e)
+
+    for op in ops:
+        assert run(ours, op) == run(theirs, op), op
+        assert (ours.qsize(), ours.full(), ours.empty(), ours.unfinished_tasks) == \
+            (theirs.qsize(), theirs.full(), theirs.empty(), theirs.unfinished_tasks)
