@@ -36,6 +36,7 @@ def _deadline(block, timeout):
 
 
 def _left(deadline):
+    """The seconds left until deadline (None: for ever), never below 0."""
     return None if deadline is None else max(0.0, deadline - _time.monotonic())
 
 
@@ -61,15 +62,19 @@ class Queue(_c._QueueCore):
     # --- the hooks (queue.Queue's) ------------------------------------------------
 
     def _init(self, maxsize):
+        """Make the storage (queue.Queue's hook; called first by __init__)."""
         self.queue = _collections.deque()
 
     def _qsize(self):
+        """The number of items stored (hook, under self.mutex)."""
         return len(self.queue)
 
     def _put(self, item):
+        """Store item (hook, under self.mutex)."""
         self.queue.append(item)
 
     def _get(self):
+        """Remove and return the next item (hook, under self.mutex)."""
         return self.queue.popleft()
 
     # --- size ------------------------------------------------------------------
@@ -132,6 +137,7 @@ class Queue(_c._QueueCore):
     # --- tasks done --------------------------------------------------------------
 
     def _check_closed(self):
+        """RuntimeError once close() was called, in janus's words."""
         if self._closed:
             raise RuntimeError("Operation on the closed queue is forbidden")
 
@@ -236,10 +242,12 @@ class _AsyncQueueView:
     where asyncio has it, else squarefree.ShutDown)."""
 
     def __init__(self, queue):
+        """The view of queue (Queue.async_q makes it)."""
         self._q = queue
 
     @staticmethod
     def _shut_down():
+        """The exception asyncio.Queue raises once shut down."""
         import asyncio
         return getattr(asyncio, "QueueShutDown", ShutDown)
 
@@ -323,15 +331,19 @@ class LifoQueue(Queue):
     As Queue, last in, first out (queue.LifoQueue)."""
 
     def _init(self, maxsize):
+        """A list, its top last."""
         self.queue = []
 
     def _qsize(self):
+        """The number of items stored."""
         return len(self.queue)
 
     def _put(self, item):
+        """Push item on top."""
         self.queue.append(item)
 
     def _get(self):
+        """Pop the top item."""
         return self.queue.pop()
 
 
@@ -342,15 +354,19 @@ class PriorityQueue(Queue):
     typically (priority, data) tuples)."""
 
     def _init(self, maxsize):
+        """A list kept as a heap (heapq)."""
         self.queue = []
 
     def _qsize(self):
+        """The number of items stored."""
         return len(self.queue)
 
     def _put(self, item):
+        """Push item onto the heap."""
         _heapq.heappush(self.queue, item)
 
     def _get(self):
+        """Pop the lowest item."""
         return _heapq.heappop(self.queue)
 
 

@@ -186,6 +186,7 @@ def test_cancelled_get_after_its_item_arrived_leaves_it_first(backend):
             q.put("a")
             if resolved_first:
                 driver_of(loop).dispatch()  # the permit reaches the task
+                assert task._fut_waiter.done()  # resolved; the task has yet to run
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -207,6 +208,7 @@ def test_cancelled_put_has_not_put(backend):
             assert q.get() == "first"
             if resolved_first:
                 driver_of(loop).dispatch()  # the slot reaches the task
+                assert task._fut_waiter.done()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
