@@ -36,6 +36,7 @@
  * permit back and raises, so the flood never runs dry. */
 #include "module.h"
 
+#include <math.h>
 #include <structmember.h>
 
 typedef struct {
@@ -43,18 +44,19 @@ typedef struct {
     SemObject *slots; /* replaced only by a change of maxsize from 0 */
     CountdownObject *unfinished;
     LockObject *mutex;
-    Py_ssize_t maxsize; /* <= 0: unbounded */
-    Py_ssize_t debt;    /* slots a shrink retires: gets pay them instead of freeing */
-    char shutdown;      /* under the mutex */
-    char closed;        /* janus's close(): every operation raises RuntimeError */
+    PyObject *maxsize_obj; /* maxsize as given (an int or a float) */
+    Py_ssize_t maxsize;    /* the items it lets in: <= 0, unbounded */
+    Py_ssize_t debt;       /* slots a shrink retires: gets pay them instead of freeing */
+    char shutdown;         /* under the mutex */
+    char closed;           /* janus's close(): every operation raises RuntimeError */
 } QueueObject;
 
 /* A shut-down queue's Semaphores hold at least this many permits: every
  * waiter wakes, and every permit a woken waiter gives back still fits. */
 #define FLOOD (1u << 30)
 
-static PyObject *Empty, *Full, *ShutDown, *Stale;
-static PyObject *str_qsize, *str_put, *str_get;
+static PyObject *Empty, *Full, *ShutDown, *Stale, *Zero;
+static PyObject *str_qsize, *str_put, *str_get, *str_init;
 
 static const char closed_msg[] = "Operation on the closed queue is forbidden"; /* janus's */
 
@@ -214,12 +216,29 @@ give_back:
     return NULL;
 }
 
+/* How many items a maxsize lets in, as queue.Queue's comparisons do (full
+ * once qsize() >= maxsize): ceil for a float; <= 0 (or NaN) unbounded;
+ * past PY_SSIZE_T_MAX clamped.  0, or -1 raised (not a number). */
+static int capacity_of(PyObject *maxsize, Py_ssize_t *out)
+{
+    if (PyFloat_Check(maxsize)) {
+        double d = PyFloat_AS_DOUBLE(maxsize);
+        *out = !(d > 0) ? 0 : d >= (double)PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)ceil(d);
+        return 0;
+    }
+    *out = PyNumber_AsSsize_t(maxsize, NULL); /* clamped */
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static int Q_init(QueueObject *q, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"maxsize", NULL};
+    PyObject *maxsize_obj = NULL;
     Py_ssize_t maxsize = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|n:Queue", kwlist, &maxsize)) return -1;
-    PyObject *r = PyObject_CallMethod((PyObject *)q, "_init", "n", maxsize);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Queue", kwlist, &maxsize_obj)) return -1;
+    if (!maxsize_obj) maxsize_obj = Zero;
+    if (capacity_of(maxsize_obj, &maxsize) < 0) return -1;
+    PyObject *r = PyObject_CallMethodOneArg((PyObject *)q, str_init, maxsize_obj);
     if (!r) return -1;
     Py_DECREF(r);
     unsigned slots = maxsize <= 0                  ? 0
@@ -240,6 +259,7 @@ static int Q_init(QueueObject *q, PyObject *args, PyObject *kw)
     Py_XSETREF(q->slots, (SemObject *)free);
     Py_XSETREF(q->unfinished, (CountdownObject *)unfinished);
     Py_XSETREF(q->mutex, (LockObject *)mutex);
+    Py_XSETREF(q->maxsize_obj, Py_NewRef(maxsize_obj));
     q->maxsize = maxsize;
     q->debt = 0;
     q->shutdown = 0;
@@ -253,6 +273,7 @@ static void Q_dealloc(QueueObject *q)
     Py_XDECREF(q->slots);
     Py_XDECREF(q->unfinished);
     Py_XDECREF(q->mutex);
+    Py_XDECREF(q->maxsize_obj);
     Py_TYPE(q)->tp_free((PyObject *)q);
 }
 
@@ -350,7 +371,7 @@ static PyObject *Q_wake_all(QueueObject *q, PyObject *unused)
 static PyObject *Q_get_maxsize(QueueObject *q, void *closure)
 {
     (void)closure;
-    return PyLong_FromSsize_t(q->maxsize);
+    return Py_NewRef(q->maxsize_obj ? q->maxsize_obj : Zero);
 }
 
 /* A bound as the slot Semaphore counts it. */
@@ -403,10 +424,10 @@ static int Q_set_maxsize(QueueObject *q, PyObject *value, void *closure)
         PyErr_SetString(PyExc_AttributeError, "maxsize cannot be deleted");
         return -1;
     }
-    Py_ssize_t n = PyNumber_AsSsize_t(value, PyExc_OverflowError);
-    if (n == -1 && PyErr_Occurred()) return -1;
-    if (q_ready(q) < 0 || q_lock(q) < 0) return -1;
+    Py_ssize_t n;
+    if (capacity_of(value, &n) < 0 || q_ready(q) < 0 || q_lock(q) < 0) return -1;
     int r = q_resize(q, n);
+    if (r == 0) Py_SETREF(q->maxsize_obj, Py_NewRef(value));
     q_unlock(q);
     return r;
 }
@@ -629,6 +650,8 @@ int queue_init(PyObject *m)
     str_qsize = PyUnicode_InternFromString("_qsize");
     str_put = PyUnicode_InternFromString("_put");
     str_get = PyUnicode_InternFromString("_get");
+    str_init = PyUnicode_InternFromString("_init");
+    Zero = PyLong_FromLong(0);
     str_append = PyUnicode_InternFromString("append");
     str_popleft = PyUnicode_InternFromString("popleft");
     Stale = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
@@ -636,8 +659,8 @@ int queue_init(PyObject *m)
     deque_type = collections ? PyObject_GetAttrString(collections, "deque") : NULL;
     Py_XDECREF(collections);
     PyObject *queue = PyImport_ImportModule("queue");
-    if (!str_qsize || !str_put || !str_get || !str_append || !str_popleft || !Stale ||
-        !deque_type || !queue) {
+    if (!str_qsize || !str_put || !str_get || !str_init || !Zero || !str_append || !str_popleft ||
+        !Stale || !deque_type || !queue) {
         Py_XDECREF(queue);
         return -1;
     }
