@@ -295,6 +295,40 @@ def test_random_cancellations_lose_nothing(backend):
     assert sum(1 for x in got if x[0] != "task") == 3 * N
 
 
+def test_get_of_a_dropped_loop_takes_nothing(backend):
+    """A task waiting in async_get when its loop is closed and dropped:
+    its wait ends when the collector closes its coroutine, leaving the
+    next item (and its wake-up) to a thread, and the queue it waited on
+    lives until then."""
+    q = sf.Queue()
+    ref = weakref.ref(q)
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(q.async_get())
+    loop.run_until_complete(asyncio.sleep(0.01))  # the task now waits
+    assert not task.done()
+    loop.close()
+    del q
+    assert ref() is not None  # the waiting task holds it
+    del task, loop
+    gc.collect()
+    assert ref() is None
+    q = sf.Queue()
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(q.async_get())
+    loop.run_until_complete(asyncio.sleep(0.01))
+    loop.close()
+    del task, loop
+    gc.collect()
+    got = []
+    t = threading.Thread(target=lambda: got.append(q.get(timeout=3)))
+    t.start()
+    time.sleep(0.05)  # the thread sleeps on the items' word
+    begin = time.monotonic()
+    q.put("x")
+    t.join(10)
+    assert got == ["x"] and time.monotonic() - begin < 1.5 and q.empty()
+
+
 def test_simplequeue_cancelled_get_takes_nothing(backend):
     async def main():
         q = sf.SimpleQueue()
