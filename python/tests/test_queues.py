@@ -771,7 +771,7 @@ OPS = st.lists(st.one_of(
 ), max_size=60)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, database=None)  # writes no .hypothesis/
 @given(kind=st.sampled_from(["Queue", "LifoQueue", "PriorityQueue"]),
        maxsize=st.integers(-1, 5), ops=OPS)
 def test_same_answers_as_queue(kind, maxsize, ops):
