@@ -20,6 +20,10 @@ was cancelled is given back.  Do not call a blocking method (``acquire()``,
 ``wait()``) on an event loop's own thread: it blocks the loop, and the
 tasks that would release it with it.  RLock, Condition and Once are for
 threads only (their ownership is a thread's).
+
+Queue, LifoQueue, PriorityQueue and SimpleQueue are queue's, for threads
+and tasks on the same object (async_put, async_get, async_join), with
+janus's sync_q/async_q shape; shutdown() as Python 3.13's (ShutDown).
 """
 import sys as _sys
 import time as _time
@@ -32,7 +36,9 @@ from ._squarefree import (BoundedSemaphore as _BoundedSemaphore, BrokenBarrierEr
                           Barrier as _Barrier, _Condition)
 
 __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchError", "Condition",
-           "CountdownEvent", "Event", "Latch", "Lock", "Once", "RLock", "Semaphore"]
+           "CountdownEvent", "Empty", "Event", "Full", "LifoQueue", "Latch", "Lock", "Once",
+           "PriorityQueue", "Queue", "QueueShutDown", "RLock", "Semaphore", "ShutDown",
+           "SimpleQueue"]
 
 # --- asyncio ---------------------------------------------------------------------------
 
@@ -216,3 +222,8 @@ class Condition(_Condition):
     def notifyAll(self):
         """Deprecated alias of notify_all(), as in threading."""
         self.notify_all()
+
+
+# The queues wait with _wait on the types above: imported last.
+from ._queue import (Empty, Full, LifoQueue, PriorityQueue, Queue,  # noqa: E402
+                     QueueShutDown, ShutDown, SimpleQueue)

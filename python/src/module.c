@@ -36,6 +36,7 @@ PyMODINIT_FUNC PyInit__squarefree(void)
         goto fail;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) goto fail;
+    if (queue_init(m) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

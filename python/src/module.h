@@ -120,6 +120,11 @@ void barrier_action(void *arg);
 extern PyTypeObject EventType, LatchType, CountdownType, SemType, BSemType, LockType, RLockType,
     CondType, OnceType, BarrierType, DriverType, AOpType;
 
+/* _QueueCore and _SimpleQueueCore (queue.c): queue_init readies them and
+ * puts them, and the exceptions they raise, in the module m at import: 0,
+ * or -1 raised. */
+int queue_init(PyObject *m);
+
 extern PyObject *BrokenLatchError;   /* squarefree.BrokenLatchError */
 extern PyObject *BrokenBarrierError; /* threading.BrokenBarrierError */
 extern PyObject *Again;              /* a barrier's reset ended: the task arrives again */
