@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """results_page.py: write the last report into docs/results.md.
 
-    results_page.py REPORT.txt COMMAND [SEED_SCRIPTS.txt]
+    results_page.py REPORT.txt COMMAND [SEED_SCRIPTS.txt [QUEUES.txt]]
 
 Replaces what stands between the page's `<!-- report: begin -->` and
 `<!-- report: end -->` markers with the date, the command, the machine and
 kernel lines of sqbench's report, its summary (every verdict, and the invalid
-points), and, if given, the seed scripts' table.  scripts/run.sh calls it
+points), and, if given, the tables of the Python benchmarks (the seed's
+scripts, the queues).  scripts/run.sh calls it
 after every report; the rest of the page (the dated readings) is left alone.
 """
 import datetime
@@ -16,7 +17,11 @@ import sys
 BEGIN, END = "<!-- report: begin -->", "<!-- report: end -->"
 
 
-def section(report_lines, command, seed_lines):
+PY_TITLES = ["The seed's Python scripts against the module's cures:",
+             "The module's queues against janus, queue.Queue and asyncio.Queue:"]
+
+
+def section(report_lines, command, py_tables):
     when = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     out = [BEGIN, f"## The last report: {when}", "",
            f"Written by `scripts/run.sh` from `{command}`.", ""]
@@ -32,23 +37,26 @@ def section(report_lines, command, seed_lines):
         out += ["```", *[line.rstrip("\n") for line in summary], "```"]
     else:
         out += ["The report has no summary: it was cut short (see the raw output)."]
-    if seed_lines:
-        out += ["", "The seed's Python scripts against the module's cures:", "", "```",
-                *[line.rstrip("\n") for line in seed_lines], "```"]
+    for title, lines in zip(PY_TITLES, py_tables):
+        if lines:
+            out += ["", title, "", "```", *[line.rstrip("\n") for line in lines], "```"]
     out.append(END)
     return "\n".join(out)
 
 
 def main(argv):
-    if len(argv) not in (3, 4):
+    if len(argv) not in (3, 4, 5):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
     with open(argv[1]) as f:
         report = f.read().splitlines()
-    seed = []
-    if len(argv) == 4 and os.path.exists(argv[3]):
-        with open(argv[3]) as f:
-            seed = f.read().splitlines()
+    py_tables = []
+    for path in argv[3:]:
+        lines = []
+        if os.path.exists(path):
+            with open(path) as f:
+                lines = f.read().splitlines()
+        py_tables.append(lines)
     page = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "results.md")
     with open(page) as f:
         text = f.read()
@@ -56,7 +64,7 @@ def main(argv):
     if a < 0 or b < a:
         print(f"results_page.py: {page} lacks the report markers", file=sys.stderr)
         return 2
-    text = text[:a] + section(report, argv[2], seed) + text[b + len(END):]
+    text = text[:a] + section(report, argv[2], py_tables) + text[b + len(END):]
     tmp = page + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)

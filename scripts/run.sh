@@ -5,7 +5,9 @@
 #   scripts/run.sh                 sqbench report --quick --csv out/report, then its
 #                                  Python part: the seed's own scripts against the
 #                                  Python module's cures (python/bench/seed_scripts.py
-#                                  --quick, into out/report/seed_scripts.csv and .png)
+#                                  --quick, into out/report/seed_scripts.csv and .png),
+#                                  and its queues against janus, queue.Queue and
+#                                  asyncio.Queue (python/bench/queues.py --quick)
 #   scripts/run.sh ARGS...         sqbench ARGS...   (e.g. `report`, `s2 --n 100,1600`)
 #
 # The quick report takes about 5 minutes on 2 cores; `scripts/run.sh report
@@ -50,10 +52,11 @@ mkdir -p "$ROOT/out/report"
 
 # The Python part: the module built (Release) into a venv of Debian's python3.
 echo
-echo "== run.sh: the Python part: python/bench/seed_scripts.py --quick"
+echo "== run.sh: the Python part: python/bench/seed_scripts.py and queues.py, --quick"
 VENV="$ROOT/out/release/pyvenv"
 rm -rf "$VENV" "$ROOT/python/build" "$ROOT"/python/*.egg-info
-/usr/bin/python3 -m venv "$VENV"
+# Debian's site packages are seen: janus is a peer in queues.py.
+/usr/bin/python3 -m venv --system-site-packages "$VENV"
 "$VENV/bin/pip" install --no-build-isolation --no-index "$ROOT/python" >"$ROOT/out/release/pip.log" 2>&1 ||
     { cat "$ROOT/out/release/pip.log" >&2; exit 2; }
 rm -rf "$ROOT/python/build" "$ROOT"/python/*.egg-info
@@ -61,5 +64,10 @@ rm -rf "$ROOT/python/build" "$ROOT"/python/*.egg-info
 (cd "$ROOT/out/release" && /usr/bin/python3 "$ROOT/python/bench/seed_scripts.py" --quick \
     --python "$VENV/bin/python" --csv "$ROOT/out/report/seed_scripts.csv" --plot "$ROOT/out/report") |
     tee "$ROOT/out/report/seed_scripts.txt"
+echo
+(cd "$ROOT/out/release" && /usr/bin/python3 "$ROOT/python/bench/queues.py" --quick \
+    --python "$VENV/bin/python" --csv "$ROOT/out/report/queues.csv" --plot "$ROOT/out/report") |
+    tee "$ROOT/out/report/queues.txt"
 /usr/bin/python3 "$ROOT/scripts/results_page.py" "$ROOT/out/report/report.txt" \
-    "sqbench report --quick --csv out/report" "$ROOT/out/report/seed_scripts.txt"
+    "sqbench report --quick --csv out/report" "$ROOT/out/report/seed_scripts.txt" \
+    "$ROOT/out/report/queues.txt"

@@ -33,3 +33,29 @@ def test_refuses_few_runs():
     out = subprocess.run([sys.executable, SCRIPT, "--runs", "2"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode != 0 and "at least 5" in out.stderr
+
+
+QUEUES = os.path.join(os.path.dirname(__file__), "..", "bench", "queues.py")
+QUEUE_RUNS = [("PQ1-t2a", "sqf"), ("PQ1-t2a", "janus"), ("PQ1-a2t", "sqf"), ("PQ1-a2t", "janus"),
+              ("PQ2", "sqf"), ("PQ2", "queue.Queue"), ("PQ3", "sqf"), ("PQ3", "asyncio.Queue"),
+              ("PQ4", "sqf"), ("PQ4", "janus"), ("PQ4", "floor")]
+
+
+@pytest.mark.parametrize("exp,variant", QUEUE_RUNS)
+@pytest.mark.parametrize("size", [1, 3])
+def test_queues_one_run(exp, variant, size):
+    out = subprocess.run([sys.executable, QUEUES, "--one", exp, variant, str(size), "300"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    secs, cpu = (float(x) for x in out.stdout.split())
+    assert secs > 0 and cpu >= 0
+
+
+def test_queues_report_on_tiny_sizes(tmp_path):
+    csv = tmp_path / "queues.csv"
+    out = subprocess.run([sys.executable, QUEUES, "--rounds", "5", "--items", "200", "--pairs",
+                          "1,2", "--n", "4,8", "--csv", str(csv)], capture_output=True,
+                         text=True, timeout=300, check=True)
+    assert "targets met" in out.stdout and "exponent" in out.stdout
+    lines = csv.read_text().splitlines()
+    assert lines[0] == "experiment,variant,size,round,seconds,cpu_seconds"
+    assert len(lines) == 1 + 4 * 2 * 5 * 2 + 2 * 5 * 3
