@@ -32,7 +32,9 @@ from ._squarefree import (BoundedSemaphore as _BoundedSemaphore, BrokenBarrierEr
                           Barrier as _Barrier, _Condition)
 
 __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchError", "Condition",
-           "CountdownEvent", "Event", "Latch", "Lock", "Once", "RLock", "Semaphore"]
+           "CountdownEvent", "Event", "Latch", "Lock", "Once", "RLock", "Semaphore",
+           "BinarySemaphore", "BoundedBinarySemaphore", "BusyResourceError", "CapacityLimiter",
+           "Flag", "RCapacityLimiter", "ResourceGuard", "WouldBlock"]
 
 # --- asyncio ---------------------------------------------------------------------------
 
@@ -216,3 +218,10 @@ class Condition(_Condition):
     def notifyAll(self):
         """Deprecated alias of notify_all(), as in threading."""
         self.notify_all()
+
+
+# aiologic's and anyio's primitives that threading lacks (need _wait above).
+from ._binary import BinarySemaphore, BoundedBinarySemaphore  # noqa: E402
+from ._flags import Flag  # noqa: E402
+from ._guards import BusyResourceError, ResourceGuard  # noqa: E402
+from ._limiters import CapacityLimiter, RCapacityLimiter, WouldBlock  # noqa: E402

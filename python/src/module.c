@@ -9,15 +9,29 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__squarefree(void)
 {
-    PyTypeObject *types[] = {&EventType, &LatchType,   &CountdownType, &SemType,
-                             &BSemType,  &LockType,    &RLockType,     &CondType,
-                             &OnceType,  &BarrierType, &DriverType,    &AOpType};
-    const char *names[] = {
-        "Event", "Latch",      "CountdownEvent", "Semaphore", "BoundedSemaphore", "Lock",
-        "RLock", "_Condition", "Once",           "Barrier",   "_LoopDriver",      "_LoopOp"};
+    PyTypeObject *types[] = {&EventType,  &LatchType,   &CountdownType, &SemType,
+                             &BSemType,   &LockType,    &RLockType,     &CondType,
+                             &OnceType,   &BarrierType, &DriverType,    &AOpType,
+                             &BinSemType, &BBinSemType, &LimiterType,   &RLimiterType};
+    const char *names[] = {"Event",
+                           "Latch",
+                           "CountdownEvent",
+                           "Semaphore",
+                           "BoundedSemaphore",
+                           "Lock",
+                           "RLock",
+                           "_Condition",
+                           "Once",
+                           "Barrier",
+                           "_LoopDriver",
+                           "_LoopOp",
+                           "BinarySemaphore",
+                           "BoundedBinarySemaphore",
+                           "CapacityLimiter",
+                           "RCapacityLimiter"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
-    if (blocking_init() < 0) return NULL;
+    if (limiter_ready() < 0 || blocking_init() < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     BrokenLatchError = PyErr_NewExceptionWithDoc(

@@ -1,0 +1,114 @@
+"""CapacityLimiter and RCapacityLimiter: anyio's capacity limiter for
+threads and asyncio tasks on the same object (the tokens, their records and
+their waits are in C: limiter.c)."""
+import sys as _sys
+import threading as _threading
+
+from . import _squarefree as _c
+from . import _wait
+
+# aio.c's enum aio_kind: a task's wait for a limiter's token.
+_LIMITER = 7
+
+
+class WouldBlock(Exception):
+    """A ``_nowait`` call found nothing free (anyio.WouldBlock's role)."""
+
+    __module__ = "squarefree"
+
+
+def _current_task():
+    asyncio = _sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    loop = asyncio._get_running_loop()
+    return None if loop is None else asyncio.current_task(loop)
+
+
+def _current_borrower():
+    """The default borrower: the current asyncio task when called from
+    one, else the current thread."""
+    task = _current_task()
+    return _threading.current_thread() if task is None else task
+
+
+class CapacityLimiter(_c.CapacityLimiter):
+    """CapacityLimiter(total_tokens=1)
+
+    anyio's capacity limiter, for threads and asyncio tasks at once: at most
+    total_tokens borrowers hold a token at a time, and a borrower holds at
+    most one (RuntimeError on a second).  The borrower is the current task
+    when called from one, else the current thread, or any object with the
+    ``*_on_behalf_of`` forms (compared by identity).  total_tokens may be
+    changed at any time.  Threads: ``with limiter``, ``acquire()``; tasks:
+    ``async with limiter``, ``await limiter.async_acquire()``.  Cancelling a
+    waiting task takes nothing: a token that reached it as it was cancelled
+    is given back.
+    """
+
+    __module__ = "squarefree"
+
+    def acquire(self, blocking=True, timeout=None):
+        """Borrow a token for the current thread (or task), waiting for one
+        if needed: True, or False if not blocking or if the timeout
+        (seconds) passed first."""
+        return self.acquire_on_behalf_of(_current_borrower(), blocking, timeout)
+
+    def acquire_nowait(self):
+        """Borrow a token for the current task or thread if one is free now,
+        else raise WouldBlock."""
+        self.acquire_on_behalf_of_nowait(_current_borrower())
+
+    def acquire_on_behalf_of_nowait(self, borrower):
+        """Borrow a token for borrower if one is free now, else raise
+        WouldBlock."""
+        if not self.acquire_on_behalf_of(borrower, False):
+            raise WouldBlock
+
+    def release(self):
+        """Give back the current task's (or thread's) token; RuntimeError
+        if it holds none."""
+        self.release_on_behalf_of(_current_borrower())
+
+    async def async_acquire(self, timeout=None):
+        """Borrow a token for the current task, waiting for one if needed:
+        True, or False if the timeout (seconds) passed first."""
+        task = _current_task()
+        if task is None:
+            raise RuntimeError("async_acquire needs a running asyncio task")
+        return await self.async_acquire_on_behalf_of(task, timeout)
+
+    async def async_acquire_on_behalf_of(self, borrower, timeout=None):
+        """As acquire_on_behalf_of(), for a task: True, or False if the
+        timeout passed first."""
+        wait = self._async_prepare(borrower)
+        if wait is None:  # a reentrant limiter's borrower that held one: counted
+            return True
+        return await _wait(_LIMITER, wait, timeout)
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, exc_type, exc, tb):
+        self.release()
+
+    async def __aenter__(self):
+        await self.async_acquire()
+
+    async def __aexit__(self, exc_type, exc, tb):
+        self.release()
+
+    def __repr__(self):
+        return (f"<{type(self).__module__}.{type(self).__qualname__} object at {id(self):#x} "
+                f"[total_tokens={self.total_tokens!r}, borrowed={self.borrowed_tokens}]>")
+
+
+class RCapacityLimiter(_c.RCapacityLimiter, CapacityLimiter):
+    """RCapacityLimiter(total_tokens=1)
+
+    A reentrant CapacityLimiter (aiologic's): a borrower that holds a token
+    may acquire again at once (counted, see count_of()); it holds its one
+    token until it has released as many times as it acquired.
+    """
+
+    __module__ = "squarefree"
