@@ -186,6 +186,13 @@ int sqf_sem_getvalue(sqf_sem *s, unsigned *value)
     return 0;
 }
 
+int sqf_sem_getwaiters(sqf_sem *s, unsigned *waiters)
+{
+    if (!s || !waiters) return EINVAL;
+    *waiters = sem_waiters(at_load64(sem_state(s), RLX));
+    return 0;
+}
+
 int sqf_sem_tryacquire_slow_(sqf_sem *s)
 {
     if (!s) return EINVAL;
