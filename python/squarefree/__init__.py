@@ -20,6 +20,10 @@ was cancelled is given back.  Do not call a blocking method (``acquire()``,
 ``wait()``) on an event loop's own thread: it blocks the loop, and the
 tasks that would release it with it.  RLock, Condition and Once are for
 threads only (their ownership is a thread's).
+
+From anyio and aiologic, for threads and tasks alike: CapacityLimiter and
+RCapacityLimiter, BinarySemaphore and BoundedBinarySemaphore, Flag and
+ResourceGuard.
 """
 import sys as _sys
 import time as _time

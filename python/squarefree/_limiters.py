@@ -1,6 +1,7 @@
 """CapacityLimiter and RCapacityLimiter: anyio's capacity limiter for
 threads and asyncio tasks on the same object (the tokens, their records and
 their waits are in C: limiter.c)."""
+import collections as _collections
 import sys as _sys
 import threading as _threading
 
@@ -9,6 +10,15 @@ from . import _wait
 
 # aio.c's enum aio_kind: a task's wait for a limiter's token.
 _LIMITER = 7
+
+
+class CapacityLimiterStatistics(_collections.namedtuple(
+        "CapacityLimiterStatistics", "borrowed_tokens total_tokens borrowers tasks_waiting")):
+    """CapacityLimiter.statistics(): anyio's fields (tasks_waiting counts
+    threads and tasks)."""
+
+    __module__ = "squarefree"
+    __slots__ = ()
 
 
 class WouldBlock(Exception):
@@ -86,11 +96,18 @@ class CapacityLimiter(_c.CapacityLimiter):
             return True
         return await _wait(_LIMITER, wait, timeout)
 
+    def statistics(self):
+        """A snapshot: borrowed_tokens, total_tokens, borrowers (a tuple)
+        and tasks_waiting (the threads and tasks waiting for a token)."""
+        return CapacityLimiterStatistics(self.borrowed_tokens, self.total_tokens,
+                                         self.borrowers, self.waiting)
+
     def __enter__(self):
         return self.acquire()
 
     def __exit__(self, exc_type, exc, tb):
         self.release()
+        return False
 
     async def __aenter__(self):
         await self.async_acquire()

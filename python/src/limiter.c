@@ -364,6 +364,15 @@ static PyObject *Limiter_available(LimiterObject *self, void *closure)
     return r;
 }
 
+static PyObject *Limiter_waiting(LimiterObject *self, void *closure)
+{
+    (void)closure;
+    unsigned n = 0;
+    if (ready(self) < 0) return NULL;
+    sqf_sem_getwaiters(&self->s, &n);
+    return PyLong_FromUnsignedLong(n);
+}
+
 static PyObject *Limiter_borrowers(LimiterObject *self, void *closure)
 {
     (void)closure;
@@ -416,6 +425,8 @@ static PyGetSetDef Limiter_getset[] = {
     {"available_tokens", (getter)Limiter_available, NULL,
      "total_tokens - borrowed_tokens (negative while total_tokens is below what is borrowed).",
      NULL},
+    {"waiting", (getter)Limiter_waiting, NULL,
+     "The threads and tasks waiting for a token now (a snapshot).", NULL},
     {"borrowers", (getter)Limiter_borrowers, NULL,
      "A tuple of the borrowers holding a token now (a snapshot).", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
