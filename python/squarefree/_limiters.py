@@ -1,11 +1,13 @@
 """CapacityLimiter and RCapacityLimiter: anyio's capacity limiter for
-threads and asyncio tasks on the same object (the tokens, their records and
-their waits are in C: limiter.c)."""
+threads and asyncio tasks on the same object.  The tokens, their records,
+their waits and every thread method are C (limiter.c), so that no
+exception or signal handler can come between a token's take and its
+record; this adds the tasks' methods."""
 import collections as _collections
 import sys as _sys
-import threading as _threading
 
 from . import _squarefree as _c
+from ._squarefree import WouldBlock  # noqa: F401 (the package's)
 from . import _wait
 
 # aio.c's enum aio_kind: a task's wait for a limiter's token.
@@ -21,25 +23,12 @@ class CapacityLimiterStatistics(_collections.namedtuple(
     __slots__ = ()
 
 
-class WouldBlock(Exception):
-    """A ``_nowait`` call found nothing free (anyio.WouldBlock's role)."""
-
-    __module__ = "squarefree"
-
-
 def _current_task():
     asyncio = _sys.modules.get("asyncio")
     if asyncio is None:
         return None
     loop = asyncio._get_running_loop()
     return None if loop is None else asyncio.current_task(loop)
-
-
-def _current_borrower():
-    """The default borrower: the current asyncio task when called from
-    one, else the current thread."""
-    task = _current_task()
-    return _threading.current_thread() if task is None else task
 
 
 class CapacityLimiter(_c.CapacityLimiter):
@@ -57,28 +46,6 @@ class CapacityLimiter(_c.CapacityLimiter):
     """
 
     __module__ = "squarefree"
-
-    def acquire(self, blocking=True, timeout=None):
-        """Borrow a token for the current thread (or task), waiting for one
-        if needed: True, or False if not blocking or if the timeout
-        (seconds) passed first."""
-        return self.acquire_on_behalf_of(_current_borrower(), blocking, timeout)
-
-    def acquire_nowait(self):
-        """Borrow a token for the current task or thread if one is free now,
-        else raise WouldBlock."""
-        self.acquire_on_behalf_of_nowait(_current_borrower())
-
-    def acquire_on_behalf_of_nowait(self, borrower):
-        """Borrow a token for borrower if one is free now, else raise
-        WouldBlock."""
-        if not self.acquire_on_behalf_of(borrower, False):
-            raise WouldBlock
-
-    def release(self):
-        """Give back the current task's (or thread's) token; RuntimeError
-        if it holds none."""
-        self.release_on_behalf_of(_current_borrower())
 
     async def async_acquire(self, timeout=None):
         """Borrow a token for the current task, waiting for one if needed:
@@ -101,13 +68,6 @@ class CapacityLimiter(_c.CapacityLimiter):
         and tasks_waiting (the threads and tasks waiting for a token)."""
         return CapacityLimiterStatistics(self.borrowed_tokens, self.total_tokens,
                                          self.borrowers, self.waiting)
-
-    def __enter__(self):
-        return self.acquire()
-
-    def __exit__(self, exc_type, exc, tb):
-        self.release()
-        return False
 
     async def __aenter__(self):
         await self.async_acquire()

@@ -54,6 +54,8 @@ typedef struct {
     int state; /* WAIT_NONE: no token recorded; HELD: recorded; DONE: given back */
 } LimiterWaitObject;
 
+static PyObject *WouldBlock, *asyncio_name, *threading_name;
+
 static const char held_msg[] =
     "this borrower is already holding one of this CapacityLimiter's tokens";
 static const char not_held_msg[] =
@@ -243,26 +245,52 @@ static int ready(LimiterObject *self)
     return -1;
 }
 
-static PyObject *Limiter_acquire_on_behalf_of(LimiterObject *self, PyObject *args, PyObject *kw)
+/* The current asyncio task (new reference), or None if no task runs in
+ * this thread; NULL raised.  asyncio is looked up, not imported: whoever
+ * runs a loop has imported it. */
+static PyObject *current_task(void)
 {
-    static char *kwlist[] = {"borrower", "blocking", "timeout", NULL};
-    PyObject *borrower, *timeout = Py_None;
-    int blocking = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pO:acquire_on_behalf_of", kwlist, &borrower,
-                                     &blocking, &timeout))
-        return NULL;
-    if (!blocking && timeout != Py_None) {
-        PyErr_SetString(PyExc_ValueError, "can't specify timeout for non-blocking acquire");
-        return NULL;
-    }
-    struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
-    if (ready(self) < 0 || deadline_of(timeout, &op.deadline) < 0) return NULL;
+    PyObject *asyncio = PyImport_GetModule(asyncio_name);
+    if (!asyncio) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    PyObject *task, *loop = PyObject_CallMethod(asyncio, "_get_running_loop", NULL);
+    if (!loop || loop == Py_None)
+        task = loop;
+    else
+        task = PyObject_CallMethod(asyncio, "current_task", "O", loop);
+    if (task != loop) Py_DECREF(loop);
+    Py_DECREF(asyncio);
+    return task;
+}
+
+/* The default borrower: the current asyncio task when called from one,
+ * else the current thread (a new reference; NULL raised). */
+static PyObject *current_borrower(void)
+{
+    PyObject *task = current_task();
+    if (task != Py_None) return task;
+    Py_DECREF(task);
+    PyObject *threading = PyImport_Import(threading_name);
+    if (!threading) return NULL;
+    PyObject *thread = PyObject_CallMethod(threading, "current_thread", NULL);
+    Py_DECREF(threading);
+    return thread;
+}
+
+/* One acquisition for borrower (NULL: the default): 1 taken, 0 not (not
+ * blocking, or the deadline passed), -1 raised. */
+static int acquire_for(LimiterObject *self, PyObject *borrower, int blocking, sqf_deadline deadline)
+{
+    if (ready(self) < 0) return -1;
+    PyObject *dflt = borrower ? NULL : current_borrower();
+    if (!borrower && !dflt) return -1;
     struct claim c;
-    int r = claim_prepare(self, borrower, &c);
-    if (r) return r < 0 ? NULL : Py_NewRef(Py_True);
+    int r = claim_prepare(self, borrower ? borrower : dflt, &c);
+    Py_XDECREF(dflt); /* a thread or task: alive while it runs this */
+    if (r) return r;
     if (!blocking) {
         r = sqf_sem_tryacquire(&self->s) == 0 ? 0 : ETIMEDOUT;
     } else {
+        struct sqf_waitop op = sqf_op_blocking(deadline, NULL);
         op.u.sem.s = &self->s;
         int raised;
         r = run_wait(&op, sqf_sem_acquire_step_, &raised);
@@ -273,13 +301,84 @@ static PyObject *Limiter_acquire_on_behalf_of(LimiterObject *self, PyObject *arg
     }
     if (r == 0 && claim_commit(self, &c) < 0) r = -1;
     claim_drop(&c);
-    return bool_result(r, "acquire failed");
+    if (r < 0) return -1;
+    if (r == 0) return 1;
+    if (r == ETIMEDOUT) return 0;
+    raise_errno(r, "acquire failed");
+    return -1;
 }
 
-static PyObject *Limiter_release_on_behalf_of(LimiterObject *self, PyObject *borrower)
+/* acquire's and acquire_on_behalf_of's blocking=True, timeout=None. */
+static PyObject *acquire_args(LimiterObject *self, PyObject *borrower, int blocking,
+                              PyObject *timeout)
+{
+    if (!blocking && timeout != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "can't specify timeout for non-blocking acquire");
+        return NULL;
+    }
+    sqf_deadline deadline;
+    if (deadline_of(timeout, &deadline) < 0) return NULL;
+    int r = acquire_for(self, borrower, blocking, deadline);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
+static PyObject *Limiter_acquire(LimiterObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"blocking", "timeout", NULL};
+    PyObject *timeout = Py_None;
+    int blocking = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pO:acquire", kwlist, &blocking, &timeout))
+        return NULL;
+    return acquire_args(self, NULL, blocking, timeout);
+}
+
+static PyObject *Limiter_acquire_on_behalf_of(LimiterObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"borrower", "blocking", "timeout", NULL};
+    PyObject *borrower, *timeout = Py_None;
+    int blocking = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pO:acquire_on_behalf_of", kwlist, &borrower,
+                                     &blocking, &timeout))
+        return NULL;
+    return acquire_args(self, borrower, blocking, timeout);
+}
+
+/* The _nowait forms: None, or WouldBlock. */
+static PyObject *nowait_result(int r)
+{
+    if (r < 0) return NULL;
+    if (r) Py_RETURN_NONE;
+    PyErr_SetNone(WouldBlock);
+    return NULL;
+}
+
+static PyObject *Limiter_acquire_nowait(LimiterObject *self, PyObject *unused)
+{
+    (void)unused;
+    return nowait_result(acquire_for(self, NULL, 0, 0));
+}
+
+static PyObject *Limiter_acquire_on_behalf_of_nowait(LimiterObject *self, PyObject *borrower)
+{
+    return nowait_result(acquire_for(self, borrower, 0, 0));
+}
+
+static PyObject *Limiter_enter(LimiterObject *self, PyObject *unused)
+{
+    (void)unused;
+    int r = acquire_for(self, NULL, 1, SQF_FOREVER);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
+/* One release for borrower (NULL: the default): None, or RuntimeError if
+ * it holds nothing. */
+static PyObject *release_for(LimiterObject *self, PyObject *borrower)
 {
     if (ready(self) < 0) return NULL;
-    PyObject *key = PyLong_FromVoidPtr(borrower);
+    PyObject *dflt = borrower ? NULL : current_borrower();
+    if (!borrower && !dflt) return NULL;
+    PyObject *key = PyLong_FromVoidPtr(borrower ? borrower : dflt);
+    Py_XDECREF(dflt);
     if (!key) return NULL;
     int r = release_key(self, key);
     Py_DECREF(key);
@@ -289,6 +388,23 @@ static PyObject *Limiter_release_on_behalf_of(LimiterObject *self, PyObject *bor
         return NULL;
     }
     Py_RETURN_NONE;
+}
+
+static PyObject *Limiter_release(LimiterObject *self, PyObject *unused)
+{
+    (void)unused;
+    return release_for(self, NULL);
+}
+
+static PyObject *Limiter_release_on_behalf_of(LimiterObject *self, PyObject *borrower)
+{
+    return release_for(self, borrower);
+}
+
+static PyObject *Limiter_exit(LimiterObject *self, PyObject *args)
+{
+    (void)args;
+    return exit_result(release_for(self, NULL));
 }
 
 /* _async_prepare(borrower): None if a reentrant limiter's borrower held a
@@ -399,6 +515,22 @@ static PyObject *Limiter_count(LimiterObject *self, PyObject *borrower)
 }
 
 static PyMethodDef Limiter_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))Limiter_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=None) -> bool\n\nBorrow a token for the current task or "
+     "thread, waiting for one if needed: True, or False if not blocking or if the timeout "
+     "(seconds) passed first.  RuntimeError if it holds one already (an RCapacityLimiter "
+     "counts it instead)."},
+    {"acquire_nowait", (PyCFunction)Limiter_acquire_nowait, METH_NOARGS,
+     "acquire_nowait()\n\nBorrow a token for the current task or thread if one is free now, "
+     "else raise WouldBlock."},
+    {"acquire_on_behalf_of_nowait", (PyCFunction)Limiter_acquire_on_behalf_of_nowait, METH_O,
+     "acquire_on_behalf_of_nowait(borrower)\n\nBorrow a token for borrower if one is free "
+     "now, else raise WouldBlock."},
+    {"release", (PyCFunction)Limiter_release, METH_NOARGS,
+     "release()\n\nGive back the current task's or thread's token; RuntimeError if it holds "
+     "none."},
+    {"__enter__", (PyCFunction)Limiter_enter, METH_NOARGS, "acquire()"},
+    {"__exit__", (PyCFunction)Limiter_exit, METH_VARARGS, "release()"},
     {"acquire_on_behalf_of", (PyCFunction)(void (*)(void))Limiter_acquire_on_behalf_of,
      METH_VARARGS | METH_KEYWORDS,
      "acquire_on_behalf_of(borrower, blocking=True, timeout=None) -> bool\n\nBorrow a token "
@@ -517,7 +649,15 @@ PyTypeObject LimiterWaitType = {
     .tp_dealloc = (destructor)LimiterWait_dealloc,
 };
 
-int limiter_ready(void)
+int limiter_init(PyObject *m)
 {
-    return PyType_Ready(&BorrowType) < 0 || PyType_Ready(&LimiterWaitType) < 0 ? -1 : 0;
+    if (PyType_Ready(&BorrowType) < 0 || PyType_Ready(&LimiterWaitType) < 0) return -1;
+    asyncio_name = PyUnicode_InternFromString("asyncio");
+    threading_name = PyUnicode_InternFromString("threading");
+    if (!asyncio_name || !threading_name) return -1;
+    WouldBlock = PyErr_NewExceptionWithDoc(
+        "squarefree.WouldBlock", "A _nowait call found nothing free (anyio.WouldBlock's role).",
+        NULL, NULL);
+    if (!WouldBlock) return -1;
+    return PyModule_AddObjectRef(m, "WouldBlock", WouldBlock);
 }

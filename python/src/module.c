@@ -31,7 +31,7 @@ PyMODINIT_FUNC PyInit__squarefree(void)
                            "RCapacityLimiter"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
-    if (limiter_ready() < 0 || blocking_init() < 0) return NULL;
+    if (blocking_init() < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     BrokenLatchError = PyErr_NewExceptionWithDoc(
@@ -39,6 +39,7 @@ PyMODINIT_FUNC PyInit__squarefree(void)
         PyExc_RuntimeError, NULL);
     if (!BrokenLatchError || PyModule_AddObjectRef(m, "BrokenLatchError", BrokenLatchError) < 0)
         goto fail;
+    if (limiter_init(m) < 0) goto fail;
     Again = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
     if (!Again || PyModule_AddObjectRef(m, "_AGAIN", Again) < 0) goto fail;
     PyObject *threading = PyImport_ImportModule("threading");

@@ -129,12 +129,13 @@ extern PyTypeObject BinSemType, BBinSemType;
  * _async_prepare: it waits on limiter_wait_sem, limiter_wait_value makes
  * the wait's value (on 0 it records the borrower, in the callback that the
  * completion runs), and limiter_wait_undo gives back what a task that gave
- * up was given.  limiter_ready readies the internal types (at import). */
+ * up was given.  limiter_init readies the internal types and adds
+ * WouldBlock to the module (at import). */
 extern PyTypeObject LimiterType, RLimiterType, LimiterWaitType;
 sqf_sem *limiter_wait_sem(PyObject *wait);
 PyObject *limiter_wait_value(PyObject *wait, int r);
 void limiter_wait_undo(PyObject *wait);
-int limiter_ready(void);
+int limiter_init(PyObject *module);
 
 extern PyObject *BrokenLatchError;   /* squarefree.BrokenLatchError */
 extern PyObject *BrokenBarrierError; /* threading.BrokenBarrierError */

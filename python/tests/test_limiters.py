@@ -576,3 +576,99 @@ def test_no_leaks_after_many_cancelled_waits(backend):  # noqa: F811
     assert lim.borrowers == ("holder",) and lim.waiting == 0
     lim.release_on_behalf_of("holder")
     check_conserved(lim)
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_two_waits_for_one_borrower(backend, reentrant):  # noqa: F811
+    """A task and a thread wait on behalf of one borrower and both get a
+    token: the second to record finds the first's record and gives its
+    token back (RuntimeError, or counted by an RCapacityLimiter)."""
+    lim = (sf.RCapacityLimiter if reentrant else sf.CapacityLimiter)(2)
+    lim.acquire_on_behalf_of("g1")
+    lim.acquire_on_behalf_of("g2")
+    x = object()
+    from_thread = []
+
+    def thread_main():
+        try:
+            from_thread.append(lim.acquire_on_behalf_of(x, timeout=10))
+        except RuntimeError as e:
+            from_thread.append(e)
+
+    async def main():
+        task = asyncio.ensure_future(lim.async_acquire_on_behalf_of(x, timeout=10))
+        th = threading.Thread(target=thread_main)
+        th.start()
+        for _ in range(2000):
+            if lim.waiting == 2:
+                break
+            await asyncio.sleep(0.005)
+        assert lim.waiting == 2
+        lim.total_tokens = 4  # one release: a token for each
+        got = await asyncio.gather(task, return_exceptions=True)
+        th.join(10)
+        return got + from_thread
+
+    got = run(main)
+    assert lim.borrowed_tokens == 3  # g1, g2 and x, whose second token went back
+    if reentrant:
+        assert got == [True, True] and lim.count_of(x) == 2
+        lim.release_on_behalf_of(x)
+    else:
+        assert sorted(type(g).__name__ for g in got) == ["RuntimeError", "bool"]
+        assert True in got and lim.count_of(x) == 1
+    for b in ("g1", "g2", x):
+        lim.release_on_behalf_of(b)
+    check_conserved(lim)
+
+
+def test_closed_coroutine_gives_back_its_token(backend):  # noqa: F811
+    """A task waits, first in the queue, when its loop stops for good; the
+    token released next wakes its wait, which no loop dispatches.  Closing
+    the coroutine (when the loop and the task are collected) finishes that
+    wait, which takes the token and gives it back, to the thread asleep
+    behind it."""
+    lim = sf.CapacityLimiter(1)
+    lim.acquire_on_behalf_of("holder")
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(lim.async_acquire())
+    loop.run_until_complete(asyncio.sleep(0.01))  # the task waits, first in the queue
+    got = []
+    th = threading.Thread(target=lambda: got.append(lim.acquire(timeout=3)))
+    th.start()
+    time.sleep(0.05)  # the thread sleeps behind it
+    lim.release_on_behalf_of("holder")
+    time.sleep(0.05)
+    loop.close()
+    del task, loop
+    begin = time.monotonic()
+    gc.collect()  # the coroutine is closed here
+    th.join(10)
+    assert got == [True] and time.monotonic() - begin < 1.5  # woken, not timed out
+    assert lim.borrowers == (th,)
+    lim.release_on_behalf_of(th)
+    check_conserved(lim)
+
+
+def test_default_borrowers():
+    lim = sf.CapacityLimiter(2)
+
+    async def main():
+        with pytest.raises(RuntimeError):
+            await lim.async_acquire()  # the task holds one: its `with` took it
+        assert set(lim.borrowers) == {asyncio.current_task(), threading.main_thread()}
+        return True
+
+    coro = lim.async_acquire()  # driven by hand: no loop, no task
+    with pytest.raises(RuntimeError, match="running asyncio task"):
+        coro.send(None)
+    with lim:  # this thread's
+        t = threading.Thread(target=lambda: asyncio.run(_with_in_a_task(lim, main)))
+        t.start()
+        t.join(10)
+    assert lim.borrowed_tokens == 0
+
+
+async def _with_in_a_task(lim, body):
+    with lim:  # a blocking `with` in a task borrows for the task
+        assert await body()
