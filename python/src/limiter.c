@@ -212,14 +212,14 @@ static int Limiter_init(LimiterObject *self, PyObject *args, PyObject *kw)
         return -1;
     }
     if (total && total_arg(total, &n) < 0) return -1;
-    self->borrowers = PyDict_New();
-    if (!self->borrowers) return -1;
-    self->total = total ? Py_NewRef(total) : PyLong_FromLong(1);
-    if (!self->total) return -1;
+    PyObject *borrowers = PyDict_New();
+    if (!borrowers) return -1;
+    Py_XSETREF(self->total, total ? Py_NewRef(total) : PyLong_FromLong(1));
     self->total_n = n;
     self->debt = 0;
     self->reentrant = PyObject_TypeCheck(self, &RLimiterType);
     sqf_sem_init(&self->s, n, 0, SQF_PRIVATE);
+    self->borrowers = borrowers; /* last: ready() from now on */
     return 0;
 }
 
