@@ -212,9 +212,13 @@ static int Limiter_init(LimiterObject *self, PyObject *args, PyObject *kw)
         return -1;
     }
     if (total && total_arg(total, &n) < 0) return -1;
-    PyObject *borrowers = PyDict_New();
-    if (!borrowers) return -1;
-    Py_XSETREF(self->total, total ? Py_NewRef(total) : PyLong_FromLong(1));
+    PyObject *borrowers = PyDict_New(), *t = total ? Py_NewRef(total) : PyLong_FromLong(1);
+    if (!borrowers || !t) {
+        Py_XDECREF(borrowers);
+        Py_XDECREF(t);
+        return -1;
+    }
+    Py_XSETREF(self->total, t);
     self->total_n = n;
     self->debt = 0;
     self->reentrant = PyObject_TypeCheck(self, &RLimiterType);

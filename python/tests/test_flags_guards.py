@@ -28,6 +28,24 @@ def test_flag():
     assert sf.Flag(0).get() == 0 and sf.Flag(None)  # set from the start, even to falsy
 
 
+def test_flag_as_aiologic():
+    """aiologic's own cases: the constructor's marker (positional or
+    keyword, None a marker too), repr, and no attributes but its own."""
+    assert sf.Flag(None).get() is None and sf.Flag(marker="m").get() == "m"
+    assert repr(sf.Flag(None)) == "squarefree.Flag(None)"
+    assert repr(sf.Flag(marker="m")) == "squarefree.Flag('m')"
+    assert sf.Flag() != sf.Flag() and sf.Flag(None) != sf.Flag(None)
+    f = sf.Flag()
+    with pytest.raises(AttributeError):
+        f.other = 42
+    marker = object()
+    f.set(marker)
+    assert f.get() is marker and f.get(default_factory=list) is marker
+    f.clear()
+    f.clear()  # twice: still unset
+    assert not f
+
+
 def test_flag_one_winner_among_threads():
     for _ in range(20):
         f = sf.Flag()
