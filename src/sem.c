@@ -186,10 +186,31 @@ int sqf_sem_getvalue(sqf_sem *s, unsigned *value)
     return 0;
 }
 
+int sqf_sem_getwaiters(sqf_sem *s, unsigned *waiters)
+{
+    if (!s || !waiters) return EINVAL;
+    *waiters = sem_waiters(at_load64(sem_state(s), RLX));
+    return 0;
+}
+
 int sqf_sem_tryacquire_slow_(sqf_sem *s)
 {
     if (!s) return EINVAL;
     return take(sem_state(s)) ? 0 : EBUSY;
+}
+
+int sqf_sem_tryacquire_n(sqf_sem *s, unsigned n, unsigned *taken)
+{
+    if (!s || !taken || n == 0) return EINVAL;
+    sqf_word64 *state = sem_state(s);
+    uint64_t st = at_load64(state, RLX);
+    uint32_t k;
+    do { /* the waiter count is untouched: only the value moves */
+        k = sem_value(st) < n ? sem_value(st) : n;
+        if (k == 0) break;
+    } while (!at_cas64(state, &st, st - k, ACQ));
+    *taken = k;
+    return k ? 0 : EBUSY;
 }
 
 /* The wait protocol (waitop.h).  A waiter is counted in the state word

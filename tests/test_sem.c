@@ -24,10 +24,12 @@ static unsigned value_of(sqf_sem *s)
     return v;
 }
 
-/* The waiter count: the high half of the state word (see sem.h). */
+/* The waiter count (the high half of the state word: see sem.c). */
 static unsigned waiters_of(sqf_sem *s)
 {
-    return (unsigned)(atomic_load(&s->state) >> 32);
+    unsigned w = 12345;
+    CHECK_EQ(sqf_sem_getwaiters(s, &w), 0);
+    return w;
 }
 
 static void sleep_ms(long ms)
@@ -257,6 +259,34 @@ static void test_try_and_getvalue(void)
     CHECK_EQ(value_of(&s), 0);
     CHECK_EQ(waiters_of(&s), 0);
     CHECK_EQ(sqf_sem_destroy(&s), 0);
+}
+
+/* tryacquire_n takes min(n, value) in one step, leaves waiters counted,
+ * and changes nothing when it fails. */
+static void test_tryacquire_n(void)
+{
+    sqf_sem s;
+    unsigned got = 99;
+    CHECK_EQ(sqf_sem_init(&s, 5, 0, SQF_PRIVATE), 0);
+    CHECK_EQ(sqf_sem_getwaiters(NULL, &got), EINVAL);
+    CHECK_EQ(sqf_sem_getwaiters(&s, NULL), EINVAL);
+    CHECK_EQ(sqf_sem_tryacquire_n(NULL, 1, &got), EINVAL);
+    CHECK_EQ(sqf_sem_tryacquire_n(&s, 1, NULL), EINVAL);
+    CHECK_EQ(sqf_sem_tryacquire_n(&s, 0, &got), EINVAL);
+    CHECK_EQ(got, 99);
+    CHECK_EQ(value_of(&s), 5);
+    CHECK_EQ(sqf_sem_tryacquire_n(&s, 3, &got), 0);
+    CHECK_EQ(got, 3);
+    CHECK_EQ(sqf_sem_tryacquire_n(&s, 10, &got), 0);
+    CHECK_EQ(got, 2);
+    CHECK_EQ(sqf_sem_tryacquire_n(&s, 1, &got), EBUSY);
+    CHECK_EQ(got, 0);
+    CHECK_EQ(value_of(&s), 0);
+    CHECK_EQ(sqf_sem_init(&s, SQF_SEM_VALUE_MAX, 0, SQF_PRIVATE), 0);
+    CHECK_EQ(sqf_sem_tryacquire_n(&s, SQF_SEM_VALUE_MAX - 1, &got), 0);
+    CHECK_EQ(got, SQF_SEM_VALUE_MAX - 1);
+    CHECK_EQ(value_of(&s), 1);
+    CHECK_EQ(waiters_of(&s), 0);
 }
 
 static void test_timed(void)
@@ -626,6 +656,7 @@ int main(void)
     test_shared_flag();
     test_release_errors();
     test_try_and_getvalue();
+    test_tryacquire_n();
     test_timed();
     test_destroy_busy();
     test_static_init();

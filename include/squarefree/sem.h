@@ -42,9 +42,11 @@
  *   sleeps).  A call whose deadline passes just as a permit arrives may
  *   take the permit and return 0 slightly after the deadline rather than
  *   leave the permit to nobody.
+ * - sqf_sem_tryacquire_n: EINVAL for NULL pointers or n == 0; EBUSY when
+ *   the value is 0.
  * - sqf_sem_release: EINVAL for NULL, n == 0 or n > SQF_SEM_VALUE_MAX;
  *   EOVERFLOW when value + n would exceed the bound.
- * - sqf_sem_getvalue: EINVAL for either pointer NULL.
+ * - sqf_sem_getvalue, sqf_sem_getwaiters: EINVAL for either pointer NULL.
  *
  * Memory ordering: release is a release operation and a successful acquire
  * (any form) is an acquire operation on the semaphore: everything a thread
@@ -155,6 +157,18 @@ SQF_API int sqf_sem_destroy(sqf_sem *s);
 
 /** Store the number of permits available now in *value.  Errors: EINVAL. */
 SQF_API int sqf_sem_getvalue(sqf_sem *s, unsigned *value);
+
+/** Store the number of threads and loop ops inside an acquire that found
+ *  no permit (asleep, or about to sleep, or woken and not yet out) in
+ *  *waiters: a snapshot, as sqf_sem_getvalue.  Errors: EINVAL. */
+SQF_API int sqf_sem_getwaiters(sqf_sem *s, unsigned *waiters);
+
+/** Take up to n of the permits available now, without waiting, in one
+ *  atomic step; *taken is how many (min(n, value)).  For a caller that
+ *  withdraws permits from circulation (a pool that shrinks), at a cost
+ *  independent of n.  Errors: EINVAL (NULL, or n == 0); EBUSY if the value
+ *  is 0 (*taken is then 0).  Memory ordering: as sqf_sem_tryacquire. */
+SQF_API int sqf_sem_tryacquire_n(sqf_sem *s, unsigned n, unsigned *taken);
 
 /* Out-of-line halves of the inline functions below; not for direct use. */
 struct sqf_cancel;

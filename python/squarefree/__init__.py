@@ -24,6 +24,10 @@ threads only (their ownership is a thread's).
 Queue, LifoQueue, PriorityQueue and SimpleQueue are queue's, for threads
 and tasks on the same object (async_put, async_get, async_join), with
 janus's sync_q/async_q shape; shutdown() as Python 3.13's (ShutDown).
+
+From anyio and aiologic, for threads and tasks alike: CapacityLimiter and
+RCapacityLimiter, BinarySemaphore and BoundedBinarySemaphore, Flag and
+ResourceGuard.
 """
 import sys as _sys
 import time as _time
@@ -36,9 +40,10 @@ from ._squarefree import (BoundedSemaphore as _BoundedSemaphore, BrokenBarrierEr
                           Barrier as _Barrier, _Condition)
 
 __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchError", "Condition",
-           "CountdownEvent", "Empty", "Event", "Full", "LifoQueue", "Latch", "Lock", "Once",
-           "PriorityQueue", "Queue", "QueueShutDown", "RLock", "Semaphore", "ShutDown",
-           "SimpleQueue"]
+           "BinarySemaphore", "BoundedBinarySemaphore", "BusyResourceError", "CapacityLimiter",
+           "CountdownEvent", "Empty", "Event", "Flag", "Full", "Latch", "LifoQueue", "Lock",
+           "Once", "PriorityQueue", "Queue", "QueueShutDown", "RCapacityLimiter", "RLock",
+           "ResourceGuard", "Semaphore", "ShutDown", "SimpleQueue", "WouldBlock"]
 
 # --- asyncio ---------------------------------------------------------------------------
 
@@ -227,3 +232,9 @@ class Condition(_Condition):
 # The queues wait with _wait on the types above: imported last.
 from ._queue import (Empty, Full, LifoQueue, PriorityQueue, Queue,  # noqa: E402
                      QueueShutDown, ShutDown, SimpleQueue)
+
+# aiologic's and anyio's primitives that threading lacks (need _wait above).
+from ._binary import BinarySemaphore, BoundedBinarySemaphore  # noqa: E402
+from ._flags import Flag  # noqa: E402
+from ._guards import BusyResourceError, ResourceGuard  # noqa: E402
+from ._limiters import CapacityLimiter, RCapacityLimiter, WouldBlock  # noqa: E402

@@ -22,7 +22,16 @@
  * closed, or its task was collected) drains its op before it goes, so no
  * kernel wait is left to swallow a wake-up meant for someone else. */
 
-enum aio_kind { AK_LOCK, AK_SEM, AK_EVENT, AK_LATCH, AK_COUNTDOWN, AK_BARRIER, AK_BARRIER_GATE };
+enum aio_kind {
+    AK_LOCK,
+    AK_SEM,
+    AK_EVENT,
+    AK_LATCH,
+    AK_COUNTDOWN,
+    AK_BARRIER,
+    AK_BARRIER_GATE,
+    AK_LIMITER,
+};
 
 /* References: the asyncio loop holds its driver (through the reader it
  * watches), the driver its pending ops, an op its future (and through its
@@ -119,6 +128,7 @@ static void aop_undo(AOpObject *o)
 {
     if (o->kind == AK_LOCK) sqf_mutex_unlock(&((LockObject *)o->target)->mu);
     if (o->kind == AK_SEM) sqf_sem_release(&((SemObject *)o->target)->s, 1);
+    if (o->kind == AK_LIMITER) limiter_wait_undo(o->target);
     /* Events, latches, countdowns, a barrier's phase and gate: nothing taken. */
 }
 
@@ -128,6 +138,8 @@ static PyObject *aop_value(AOpObject *o, int r)
     switch (o->kind) {
     case AK_LATCH:
         return latch_result(r);
+    case AK_LIMITER:
+        return limiter_wait_value(o->target, r);
     case AK_BARRIER:
         if (o->call.raised) return NULL; /* the action's exception */
         if (r == 0) return PyLong_FromUnsignedLong(o->index);
@@ -216,6 +228,8 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
     case AK_BARRIER_GATE:
         return sqf_loop_event_wait(l, &o->op, &((BarrierObject *)t)->reset_done, deadline, NULL,
                                    aop_done, o);
+    case AK_LIMITER:
+        return sqf_loop_sem_acquire(l, &o->op, limiter_wait_sem(t), deadline, NULL, aop_done, o);
     default: {
         BarrierObject *b = (BarrierObject *)t;
         o->call.self = b;
@@ -226,8 +240,9 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
     }
 }
 
-static PyTypeObject *const aio_types[] = {&LockType,      &SemType,     &EventType,  &LatchType,
-                                          &CountdownType, &BarrierType, &BarrierType};
+static PyTypeObject *const aio_types[] = {&LockType,    &SemType,        &EventType,
+                                          &LatchType,   &CountdownType,  &BarrierType,
+                                          &BarrierType, &LimiterWaitType};
 
 /* Dispatch o's loop (the GIL released while it polls) until o's callback
  * has run: for an op that its event loop will not dispatch. */
@@ -250,7 +265,7 @@ static PyObject *Driver_start(DriverObject *self, PyObject *args)
     PyObject *target, *timeout, *aloop;
     if (!PyArg_ParseTuple(args, "iOOO:start", &kind, &target, &timeout, &aloop)) return NULL;
     if (!self->loop) return raise_errno(EINVAL, "_LoopDriver not initialised");
-    if (kind < AK_LOCK || kind > AK_BARRIER_GATE || !PyObject_TypeCheck(target, aio_types[kind])) {
+    if (kind < AK_LOCK || kind > AK_LIMITER || !PyObject_TypeCheck(target, aio_types[kind])) {
         PyErr_SetString(PyExc_TypeError, "_LoopDriver.start: wrong kind or object");
         return NULL;
     }

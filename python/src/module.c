@@ -9,12 +9,26 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__squarefree(void)
 {
-    PyTypeObject *types[] = {&EventType, &LatchType,   &CountdownType, &SemType,
-                             &BSemType,  &LockType,    &RLockType,     &CondType,
-                             &OnceType,  &BarrierType, &DriverType,    &AOpType};
-    const char *names[] = {
-        "Event", "Latch",      "CountdownEvent", "Semaphore", "BoundedSemaphore", "Lock",
-        "RLock", "_Condition", "Once",           "Barrier",   "_LoopDriver",      "_LoopOp"};
+    PyTypeObject *types[] = {&EventType,  &LatchType,   &CountdownType, &SemType,
+                             &BSemType,   &LockType,    &RLockType,     &CondType,
+                             &OnceType,   &BarrierType, &DriverType,    &AOpType,
+                             &BinSemType, &BBinSemType, &LimiterType,   &RLimiterType};
+    const char *names[] = {"Event",
+                           "Latch",
+                           "CountdownEvent",
+                           "Semaphore",
+                           "BoundedSemaphore",
+                           "Lock",
+                           "RLock",
+                           "_Condition",
+                           "Once",
+                           "Barrier",
+                           "_LoopDriver",
+                           "_LoopOp",
+                           "BinarySemaphore",
+                           "BoundedBinarySemaphore",
+                           "CapacityLimiter",
+                           "RCapacityLimiter"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     if (blocking_init() < 0) return NULL;
@@ -25,6 +39,7 @@ PyMODINIT_FUNC PyInit__squarefree(void)
         PyExc_RuntimeError, NULL);
     if (!BrokenLatchError || PyModule_AddObjectRef(m, "BrokenLatchError", BrokenLatchError) < 0)
         goto fail;
+    if (limiter_init(m) < 0) goto fail;
     Again = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
     if (!Again || PyModule_AddObjectRef(m, "_AGAIN", Again) < 0) goto fail;
     PyObject *threading = PyImport_ImportModule("threading");

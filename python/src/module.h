@@ -125,6 +125,23 @@ extern PyTypeObject EventType, LatchType, CountdownType, SemType, BSemType, Lock
  * or -1 raised. */
 int queue_init(PyObject *m);
 
+/* BinarySemaphore and BoundedBinarySemaphore (binsem.c): Semaphore's
+ * subtypes, so a task waits on them as on a Semaphore (AK_SEM). */
+extern PyTypeObject BinSemType, BBinSemType;
+
+/* CapacityLimiter and RCapacityLimiter (limiter.c).  A task's wait for a
+ * token (AK_LIMITER) targets a _LimiterWait, made by the limiter's
+ * _async_prepare: it waits on limiter_wait_sem, limiter_wait_value makes
+ * the wait's value (on 0 it records the borrower, in the callback that the
+ * completion runs), and limiter_wait_undo gives back what a task that gave
+ * up was given.  limiter_init readies the internal types and adds
+ * WouldBlock to the module (at import). */
+extern PyTypeObject LimiterType, RLimiterType, LimiterWaitType;
+sqf_sem *limiter_wait_sem(PyObject *wait);
+PyObject *limiter_wait_value(PyObject *wait, int r);
+void limiter_wait_undo(PyObject *wait);
+int limiter_init(PyObject *module);
+
 extern PyObject *BrokenLatchError;   /* squarefree.BrokenLatchError */
 extern PyObject *BrokenBarrierError; /* threading.BrokenBarrierError */
 extern PyObject *Again;              /* a barrier's reset ended: the task arrives again */
