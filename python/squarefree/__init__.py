@@ -82,11 +82,8 @@ async def _wait(kind, target, timeout):
             op = r
             try:
                 r = await op.future
-            except GeneratorExit:  # closed without its loop: finish the wait here
-                op.abandon(True)
-                raise
-            except BaseException:  # cancelled: give back what reached us
-                op.abandon(False)
+            except BaseException:  # cancelled or closed: end the wait, give back what it took
+                op.abandon()
                 raise
         if r is not _c._AGAIN:  # (a barrier's reset ended: arrive again)
             return r
@@ -127,11 +124,11 @@ For asyncio tasks: ``async with sem`` and ``await sem.async_acquire()``."""
         self.release()
 
 
-class BoundedSemaphore(_BoundedSemaphore):
-    __doc__ = _BoundedSemaphore.__doc__
-    async_acquire = Semaphore.async_acquire
-    __aenter__ = Semaphore.__aenter__
-    __aexit__ = Semaphore.__aexit__
+class BoundedSemaphore(Semaphore, _BoundedSemaphore):
+    __doc__ = _BoundedSemaphore.__doc__ + """
+
+A Semaphore (a subclass, as threading's): ``async with`` and
+``async_acquire()`` as Semaphore's."""
 
 
 class Event(_Event):
@@ -142,6 +139,23 @@ For asyncio tasks: ``await event.async_wait()``."""
     async def async_wait(self, timeout=None):
         """As wait(), for a task: True, or False if the timeout passed."""
         return await _wait(_EVENT, self, timeout)
+
+    @property
+    def _cond(self):
+        """threading.Event's internal Condition (over a Lock), for code that
+        reaches for it: made on first use.  The event itself never takes
+        it: holding it does not hold off set(), clear() or wait()."""
+        cond = self.__dict__.get("_cond")
+        if cond is None:
+            cond = self.__dict__["_cond"] = Condition(Lock())
+        return cond
+
+    def _at_fork_reinit(self):
+        """For a child of fork, as threading.Event's: reinitialise _cond's
+        lock; the flag is kept."""
+        cond = self.__dict__.get("_cond")
+        if cond is not None:
+            cond._at_fork_reinit()
 
 
 class Latch(_Latch):
@@ -192,27 +206,39 @@ its event loop's thread."""
 class Condition(_Condition):
     """Condition(lock=None)
 
-    A condition variable, as threading.Condition, over a squarefree Lock or
-    RLock (a new RLock by default).  notify_all() moves the waiters onto the
-    lock with one system call instead of waking them all to fight for it.
+    A condition variable, as threading.Condition, over any lock (a new
+    RLock by default).  Over a squarefree Lock or RLock, waiters sleep on
+    the lock's own mutex, and notify_all() moves them onto it with one
+    system call instead of waking them all to fight for it; over any other
+    lock (threading.Lock, a class of your own), they sleep on a squarefree
+    mutex of the condition's, and the lock is released and taken back with
+    its _release_save() and _acquire_restore() if it has them, else with
+    release() and acquire(), as threading does.
     """
 
     def wait_for(self, predicate, timeout=None):
         """Wait until predicate() is true, at most timeout seconds; return
-        the last value of predicate(), as threading.Condition.wait_for."""
-        end = None if timeout is None else _time.monotonic() + timeout
+        the last value of predicate(), as threading.Condition.wait_for
+        (which waits once, however short the timeout)."""
+        end = None
+        left = timeout
         result = predicate()
         while not result:
-            if end is not None:
-                left = end - _time.monotonic()
-                if left <= 0:
-                    break
-                self.wait(left)
-            else:
-                self.wait()
+            if left is not None:
+                if end is None:
+                    end = _time.monotonic() + left
+                else:
+                    left = end - _time.monotonic()
+                    if left <= 0:
+                        break
+            self.wait(left)
             result = predicate()
         return result
 
     def notifyAll(self):
-        """Deprecated alias of notify_all(), as in threading."""
+        """Deprecated alias of notify_all() (DeprecationWarning), as in
+        threading."""
+        import warnings
+        warnings.warn("notifyAll() is deprecated, use notify_all() instead",
+                      DeprecationWarning, stacklevel=2)
         self.notify_all()

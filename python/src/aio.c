@@ -14,13 +14,28 @@
  * Every call on a driver comes from its event loop's thread (the package
  * looks the driver up by the running loop), as sqf_loop requires.
  *
- * Cancellation takes nothing: a task cancelled while its op is pending
- * abandons the op (sqf_loop_cancel); if the op then completes with 0 (the
- * lock or permit arrived first), or had completed with 0 before the task
- * saw it, what it took is given back (the lock unlocked, the permit
- * released).  A coroutine closed without being resumed (its loop was
- * closed, or its task was collected) drains its op before it goes, so no
- * kernel wait is left to swallow a wake-up meant for someone else. */
+ * Cancellation takes nothing, and is final when the task sees it: a task
+ * cancelled (or whose coroutine is closed) while its op is pending
+ * abandons the op: sqf_loop_cancel, then this loop is dispatched (its
+ * descriptor polled, the GIL released) until the op's callback has run,
+ * before the CancelledError goes on into the task's code.  The cancel
+ * makes the step stop at once, so the wait is short; and waiting for it
+ * matters: the cancel is recorded at once but the step acts on it only
+ * when it runs, and until then the op still counts where it waits (a
+ * barrier arrival that a thread could complete a phase with, after the
+ * task was told it had left).  The callback then finds the op abandoned:
+ *   - it ended with an error (ECANCELED, a time-out, a broken barrier):
+ *     nothing was taken; a barrier's stopped arrival broke the barrier, as
+ *     a thread's time-out does;
+ *   - it ended with 0 (the lock or a permit was handed to it, or the phase
+ *     completed, before the cancel took effect): a lock is unlocked and a
+ *     permit released, as if never taken; a barrier arrival stands (the
+ *     phase it completed has passed, and the other parties are released
+ *     with it), and an event's, a latch's or a countdown's wait took
+ *     nothing.
+ * The same holds when the op had completed with 0 before the task saw it
+ * (the future resolved, the task not yet resumed): abandon gives back at
+ * once.  asyncio.wait_for's cancellation gives the same results. */
 
 enum aio_kind { AK_LOCK, AK_SEM, AK_EVENT, AK_LATCH, AK_COUNTDOWN, AK_BARRIER, AK_BARRIER_GATE };
 
@@ -256,7 +271,9 @@ static PyObject *Driver_start(DriverObject *self, PyObject *args)
     }
     sqf_deadline deadline;
     if (kind == AK_BARRIER && timeout == Py_None) timeout = ((BarrierObject *)target)->timeout;
-    if (deadline_of(timeout, &deadline) < 0) return NULL;
+    int large = deadline_of(timeout, &deadline);
+    if (large < 0) return NULL;
+    if (large) deadline = SQF_FOREVER; /* asyncio has no TIMEOUT_MAX */
     if (kind == AK_BARRIER && ((BarrierObject *)target)->resetting) kind = AK_BARRIER_GATE;
     AOpObject *o = PyObject_GC_New(AOpObject, &AOpType);
     if (!o) return NULL;
@@ -315,14 +332,14 @@ static int AOp_traverse(AOpObject *o, visitproc visit, void *arg)
     return 0;
 }
 
-/* op.abandon(closing): the task gave up (cancelled, or its coroutine
- * closed).  A pending op is cancelled (its callback gives back a late 0);
- * a finished one with 0 gives back now.  `closing`: the event loop will
- * not dispatch this op again, so dispatch here until it is done. */
-static PyObject *AOp_abandon(AOpObject *o, PyObject *closing_arg)
+/* op.abandon(): the task gave up (cancelled, or its coroutine closed).  A
+ * pending op is cancelled and dispatched here until its callback has run,
+ * so that its effect is final before the task's code sees the
+ * cancellation (see "Cancellation" at the top); a finished one that took
+ * something gives it back now. */
+static PyObject *AOp_abandon(AOpObject *o, PyObject *unused)
 {
-    int closing = PyObject_IsTrue(closing_arg);
-    if (closing < 0) return NULL;
+    (void)unused;
     if (o->abandoned) Py_RETURN_NONE;
     o->abandoned = 1;
     if (!o->pending) {
@@ -331,7 +348,7 @@ static PyObject *AOp_abandon(AOpObject *o, PyObject *closing_arg)
     }
     sqf_loop_cancel(o->driver->loop, &o->op);
     Py_INCREF(o); /* its callback drops the driver's reference */
-    if (closing) aop_drain(o);
+    aop_drain(o);
     Py_DECREF(o);
     Py_RETURN_NONE;
 }
@@ -344,9 +361,9 @@ static PyObject *AOp_future(AOpObject *o, void *closure)
 }
 
 static PyMethodDef AOp_methods[] = {
-    {"abandon", (PyCFunction)AOp_abandon, METH_O,
-     "abandon(closing)\n\nThe awaiting task gave up: cancel the wait and give back what it "
-     "took; closing: dispatch until the wait is over (the event loop will not)."},
+    {"abandon", (PyCFunction)AOp_abandon, METH_NOARGS,
+     "The awaiting task gave up: cancel the wait, dispatch until it is over, and give back "
+     "what it took."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef AOp_getset[] = {

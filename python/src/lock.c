@@ -30,6 +30,10 @@ static int lock_args(PyObject *args, PyObject *kw, sqf_deadline *deadline)
         PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
         return -1;
     }
+    if (timeout > timeout_max) {
+        PyErr_SetString(PyExc_OverflowError, "timeout value is too large");
+        return -1;
+    }
     if (!blocking)
         *deadline = 0; /* long past: one try */
     else if (timeout == -1 || timeout > 1e9)
@@ -39,24 +43,29 @@ static int lock_args(PyObject *args, PyObject *kw, sqf_deadline *deadline)
     return 0;
 }
 
-/* Take the mutex until deadline: 1 taken, 0 not, -1 raised. */
-static int lock_take(LockObject *self, sqf_deadline deadline)
+/* Take mu until deadline (module.h). */
+int mutex_take(sqf_mutex *mu, sqf_deadline deadline)
 {
-    if (sqf_mutex_trylock(&self->mu) == 0) return 1;
+    if (sqf_mutex_trylock(mu) == 0) return 1;
     if (deadline == 0) return 0;
     struct sqf_waitop op = sqf_op_blocking(deadline, NULL);
     /* No spinning with the GIL held: the holder needs the GIL to release. */
     op.may_spin = false;
-    op.u.mutex.m = &self->mu;
+    op.u.mutex.m = mu;
     int raised, r = run_wait(&op, sqf_mutex_lock_step_, &raised);
     if (raised) {
-        if (r == 0) sqf_mutex_unlock(&self->mu); /* taken as the signal came: give it back */
+        if (r == 0) sqf_mutex_unlock(mu); /* taken as the signal came: give it back */
         return -1;
     }
     if (r == 0) return 1;
     if (r == ETIMEDOUT) return 0;
     raise_errno(r, "acquire failed");
     return -1;
+}
+
+static int lock_take(LockObject *self, sqf_deadline deadline)
+{
+    return mutex_take(&self->mu, deadline);
 }
 
 PyObject *Lock_acquire(LockObject *self, PyObject *args, PyObject *kw)
@@ -87,6 +96,53 @@ static PyObject *Lock_exit(LockObject *self, PyObject *args)
 {
     (void)args;
     return exit_result(Lock_release(self, NULL));
+}
+
+/* Whether the calling thread holds it: an RLock's owner; a Lock, which
+ * records no owner, held at all (threading.Condition's rule for a Lock). */
+int lock_is_owned(LockObject *self)
+{
+    if (PyObject_TypeCheck((PyObject *)self, &RLockType))
+        return self->count > 0 && self->owner == PyThread_get_thread_ident();
+    return sqf_mutex_is_locked(&self->mu);
+}
+
+static PyObject *Lock_is_owned(LockObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(lock_is_owned(self));
+}
+
+/* threading.Condition's protocol for a Lock: release (no state to save),
+ * then take it again. */
+static PyObject *Lock_acquire_restore(LockObject *self, PyObject *state)
+{
+    (void)state;
+    int r = lock_take(self, SQF_FOREVER);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* In a child of fork: unlocked, whoever held it (the holder is gone). */
+static PyObject *Lock_at_fork_reinit(LockObject *self, PyObject *unused)
+{
+    (void)unused;
+    sqf_mutex_init(&self->mu, SQF_PRIVATE);
+    self->owner = 0;
+    self->count = 0;
+    Py_RETURN_NONE;
+}
+
+/* <locked squarefree.Lock object at 0x...>, as _thread.lock's. */
+static PyObject *Lock_repr(LockObject *self)
+{
+    PyObject *label = class_label((PyObject *)self);
+    if (!label) return NULL;
+    PyObject *r =
+        PyUnicode_FromFormat("<%s %U object at %p>",
+                             sqf_mutex_is_locked(&self->mu) ? "locked" : "unlocked", label, self);
+    Py_DECREF(label);
+    return r;
 }
 
 PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw)
@@ -129,23 +185,82 @@ static PyObject *RLock_exit(LockObject *self, PyObject *args)
     return exit_result(RLock_release(self, NULL));
 }
 
-/* threading.Condition uses these on an RLock it is given. */
-static PyObject *RLock_is_owned(LockObject *self, PyObject *unused)
+/* threading.Condition's protocol for an RLock: release every level, saving
+ * (count, owner), then restore them once the lock is taken again. */
+static PyObject *RLock_release_save(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    return PyBool_FromLong(self->count > 0 && self->owner == PyThread_get_thread_ident());
+    if (self->count == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
+        return NULL;
+    }
+    PyObject *state = Py_BuildValue("(kk)", self->count, self->owner);
+    if (!state) return NULL;
+    self->count = 0;
+    self->owner = 0;
+    sqf_mutex_unlock(&self->mu);
+    return state;
+}
+
+static PyObject *RLock_acquire_restore(LockObject *self, PyObject *state)
+{
+    unsigned long count, owner;
+    if (!PyArg_ParseTuple(state, "kk:_acquire_restore", &count, &owner)) return NULL;
+    if (lock_take(self, SQF_FOREVER) < 0) return NULL;
+    self->owner = owner;
+    self->count = count;
+    Py_RETURN_NONE;
+}
+
+static PyObject *RLock_recursion_count(LockObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromUnsignedLong(self->owner == PyThread_get_thread_ident() ? self->count : 0);
+}
+
+/* <locked squarefree.RLock object owner=ident count=n at 0x...>, as
+ * _thread.RLock's. */
+static PyObject *RLock_repr(LockObject *self)
+{
+    PyObject *label = class_label((PyObject *)self);
+    if (!label) return NULL;
+    PyObject *r = PyUnicode_FromFormat("<%s %U object owner=%lu count=%lu at %p>",
+                                       self->count ? "locked" : "unlocked", label, self->owner,
+                                       self->count, self);
+    Py_DECREF(label);
+    return r;
 }
 
 #define LOCK_ACQUIRE_DOC                                                                           \
     "acquire(blocking=True, timeout=-1) -> bool\n\nTake the lock, waiting for it if needed "       \
     "(for ever, or timeout seconds): True, or False if not blocking or timed out."
 
+#define LOCK_RELEASE_DOC "Release the lock (any thread may). RuntimeError if it is not locked."
+
+#define IS_OWNED_DOC "Whether the calling thread holds the lock (threading.Condition's protocol)."
+
+#define AT_FORK_REINIT_DOC                                                                         \
+    "Make the lock unlocked and unowned, whoever held it (for a child of fork, as threading's)."
+
 static PyMethodDef Lock_methods[] = {
     {"acquire", (PyCFunction)(void (*)(void))Lock_acquire, METH_VARARGS | METH_KEYWORDS,
      LOCK_ACQUIRE_DOC},
-    {"release", (PyCFunction)Lock_release, METH_NOARGS,
-     "Release the lock (any thread may). RuntimeError if it is not locked."},
+    {"acquire_lock", (PyCFunction)(void (*)(void))Lock_acquire, METH_VARARGS | METH_KEYWORDS,
+     "An alias of acquire(), as _thread.lock's."},
+    {"release", (PyCFunction)Lock_release, METH_NOARGS, LOCK_RELEASE_DOC},
+    {"release_lock", (PyCFunction)Lock_release, METH_NOARGS,
+     "An alias of release(), as _thread.lock's."},
     {"locked", (PyCFunction)Lock_locked, METH_NOARGS, "Return True if the lock is held."},
+    {"locked_lock", (PyCFunction)Lock_locked, METH_NOARGS,
+     "An alias of locked(), as _thread.lock's."},
+    {"_is_owned", (PyCFunction)Lock_is_owned, METH_NOARGS,
+     IS_OWNED_DOC " A Lock records no owner: whether it is held."},
+    {"_release_save", (PyCFunction)Lock_release, METH_NOARGS,
+     "release(), returning None: the state _acquire_restore takes (threading.Condition's "
+     "protocol)."},
+    {"_acquire_restore", (PyCFunction)Lock_acquire_restore, METH_O,
+     "_acquire_restore(state)\n\nacquire() (threading.Condition's protocol)."},
+    {"_at_fork_reinit", (PyCFunction)Lock_at_fork_reinit, METH_NOARGS, AT_FORK_REINIT_DOC},
     {"__enter__", (PyCFunction)(void (*)(void))Lock_acquire, METH_VARARGS | METH_KEYWORDS,
      "acquire()"},
     {"__exit__", (PyCFunction)Lock_exit, METH_VARARGS, "release()"},
@@ -158,8 +273,15 @@ static PyMethodDef RLock_methods[] = {
     {"release", (PyCFunction)RLock_release, METH_NOARGS,
      "Release one level; the last one frees the lock. RuntimeError unless this thread holds "
      "it."},
-    {"_is_owned", (PyCFunction)RLock_is_owned, METH_NOARGS,
-     "Whether the calling thread holds the lock."},
+    {"_is_owned", (PyCFunction)Lock_is_owned, METH_NOARGS, IS_OWNED_DOC},
+    {"_release_save", (PyCFunction)RLock_release_save, METH_NOARGS,
+     "Release every level at once; return the state (count, owner) for _acquire_restore. "
+     "RuntimeError if it is not held (threading.Condition's protocol)."},
+    {"_acquire_restore", (PyCFunction)RLock_acquire_restore, METH_O,
+     "_acquire_restore(state)\n\nTake the lock and restore the levels _release_save saved."},
+    {"_recursion_count", (PyCFunction)RLock_recursion_count, METH_NOARGS,
+     "How many times the calling thread holds the lock (0 if it does not)."},
+    {"_at_fork_reinit", (PyCFunction)Lock_at_fork_reinit, METH_NOARGS, AT_FORK_REINIT_DOC},
     {"__enter__", (PyCFunction)(void (*)(void))RLock_acquire, METH_VARARGS | METH_KEYWORDS,
      "acquire()"},
     {"__exit__", (PyCFunction)RLock_exit, METH_VARARGS, "release()"},
@@ -173,6 +295,9 @@ PyTypeObject LockType = {
               "it; a release of an unlocked lock raises RuntimeError.  An unlock wakes at most "
               "one waiter, and a thread that keeps re-taking the lock passes it on after a "
               "short turn, so waiters are served in turn (no starvation).",
+    .tp_weaklistoffset = offsetof(LockObject, weakrefs),
+    .tp_dealloc = plain_dealloc,
+    .tp_repr = (reprfunc)Lock_repr,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Lock_init,
     .tp_methods = Lock_methods,
@@ -184,6 +309,9 @@ PyTypeObject RLockType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "RLock()\n\nA reentrant lock, as threading.RLock: the holding thread may acquire "
               "it again, and must release it as many times; only the holder may release it.",
+    .tp_weaklistoffset = offsetof(LockObject, weakrefs),
+    .tp_dealloc = plain_dealloc,
+    .tp_repr = (reprfunc)RLock_repr,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Lock_init,
     .tp_methods = RLock_methods,

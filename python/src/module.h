@@ -38,9 +38,28 @@
 
 /* --- arguments and results (convert.c) ------------------------------------ */
 
-/* A timeout argument (None: for ever) as a deadline; -1 with an exception
- * set on a bad one. */
+/* threading.TIMEOUT_MAX, read at import: a longer timeout raises
+ * OverflowError where threading's would. */
+extern double timeout_max;
+
+/* A timeout argument (None: for ever) as a deadline, as threading reads it:
+ * a negative one has passed already (a try).  0; 1 if it is longer than
+ * timeout_max (then *out is a past deadline: a try, whose time-out means
+ * OverflowError, see too_large); -1 with an exception set on a bad one. */
 int deadline_of(PyObject *timeout, sqf_deadline *out);
+
+/* A timed wait's result r after deadline_of said `large`: threading raises
+ * OverflowError for a timeout past TIMEOUT_MAX only when the call would
+ * wait, and a try with such a timeout that timed out would have waited.
+ * r, or -1 with OverflowError set. */
+int too_large(int large, int r);
+
+/* "module.qualname" of self's class, as threading's reprs name it. */
+PyObject *class_label(PyObject *self);
+
+/* tp_dealloc of a type whose objects own no references: clears their weak
+ * references and frees them. */
+void plain_dealloc(PyObject *self);
 
 /* A wait's result as threading's: True, False on a time-out, or raised. */
 PyObject *bool_result(int r, const char *what);
@@ -74,22 +93,29 @@ int timed_wait(PyObject *args, PyObject *kw, struct sqf_waitop *op, sqf_step_fn 
 
 /* --- the objects ------------------------------------------------------------ */
 
+/* Every object has a weak reference list (`weakrefs`, tp_weaklistoffset),
+ * as threading's primitives do. */
+
 typedef struct {
     PyObject_HEAD sqf_event ev;
+    PyObject *weakrefs;
 } EventObject;
 
 typedef struct {
     PyObject_HEAD sqf_latch l;
+    PyObject *weakrefs;
 } LatchObject;
 
 typedef struct {
     PyObject_HEAD sqf_countdown c;
+    PyObject *weakrefs;
 } CountdownObject;
 
 typedef struct {
     PyObject_HEAD sqf_sem s;
     int bounded;
     unsigned bound; /* a BoundedSemaphore's initial value */
+    PyObject *weakrefs;
 } SemObject;
 
 /* Lock is an sqf_mutex, which records no owner: any thread may release it,
@@ -98,6 +124,7 @@ typedef struct {
     PyObject_HEAD sqf_mutex mu;
     unsigned long owner; /* RLock: the holder's thread ident, or 0 */
     unsigned long count; /* RLock: its recursion depth */
+    PyObject *weakrefs;
 } LockObject;
 
 /* threading.Barrier over an sqf_barrier (barrier.c says how it resets). */
@@ -108,6 +135,7 @@ typedef struct {
     unsigned long runner; /* the thread running the action, or 0 (under the GIL) */
     int resetting;        /* under the GIL */
     sqf_event reset_done; /* set while no reset is under way */
+    PyObject *weakrefs;
 } BarrierObject;
 
 /* A barrier wait's action: the completion barrier_action runs. */
@@ -132,5 +160,10 @@ PyObject *Lock_acquire(LockObject *self, PyObject *args, PyObject *kw);
 PyObject *Lock_release(LockObject *self, PyObject *unused);
 PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw);
 PyObject *RLock_release(LockObject *self, PyObject *unused);
+int lock_is_owned(LockObject *self); /* by the calling thread (a Lock: held) */
+
+/* Take mu until deadline (0: one try), the GIL released while asleep; a
+ * signal handler that raises stops the wait.  1 taken, 0 not, -1 raised. */
+int mutex_take(sqf_mutex *mu, sqf_deadline deadline);
 
 #endif
