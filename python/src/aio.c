@@ -37,7 +37,17 @@
  * (the future resolved, the task not yet resumed): abandon gives back at
  * once.  asyncio.wait_for's cancellation gives the same results. */
 
-enum aio_kind { AK_LOCK, AK_SEM, AK_EVENT, AK_LATCH, AK_COUNTDOWN, AK_BARRIER, AK_BARRIER_GATE };
+enum aio_kind {
+    AK_LOCK,
+    AK_SEM,
+    AK_EVENT,
+    AK_LATCH,
+    AK_COUNTDOWN,
+    AK_BARRIER,
+    AK_BARRIER_GATE,
+    AK_RLOCK, /* an RLock's mutex: the package records the owner once it has it */
+    AK_COND,  /* a Condition's wait: the op ends with the mutex held again */
+};
 
 /* References: the asyncio loop holds its driver (through the reader it
  * watches), the driver its pending ops, an op its future (and through its
@@ -132,9 +142,10 @@ static PyObject *Driver_backend(DriverObject *self, void *closure)
 /* Give back what a wait that ended with 0 took, for a task that gave up. */
 static void aop_undo(AOpObject *o)
 {
-    if (o->kind == AK_LOCK) sqf_mutex_unlock(&((LockObject *)o->target)->mu);
+    if (o->kind == AK_LOCK || o->kind == AK_RLOCK) sqf_mutex_unlock(&((LockObject *)o->target)->mu);
     if (o->kind == AK_SEM) sqf_sem_release(&((SemObject *)o->target)->s, 1);
-    /* Events, latches, countdowns, a barrier's phase and gate: nothing taken. */
+    /* Events, latches, countdowns, a barrier's phase and gate: nothing taken.
+     * A cond wait keeps the mutex it took back: its waiter must hold it. */
 }
 
 /* The Python value of a finished wait, or NULL with the exception set. */
@@ -154,6 +165,8 @@ static PyObject *aop_value(AOpObject *o, int r)
     case AK_BARRIER_GATE:
         if (r == 0) return Py_NewRef(Again);
         return bool_result(r, "Barrier.async_wait failed");
+    case AK_COND: /* cancelled: the package raises the task's CancelledError */
+        return bool_result(r == ECANCELED ? ETIMEDOUT : r, "Condition.async_wait failed");
     default:
         return bool_result(r, "wait failed");
     }
@@ -218,7 +231,14 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
     PyObject *t = o->target;
     switch (o->kind) {
     case AK_LOCK:
+    case AK_RLOCK:
         return sqf_loop_mutex_lock(l, &o->op, &((LockObject *)t)->mu, deadline, NULL, aop_done, o);
+    case AK_COND: {
+        CondObject *c = (CondObject *)t;
+        if (!c->lock || !c->fast) return EINVAL;
+        return sqf_loop_cond_wait(l, &o->op, &c->c, &((LockObject *)c->lock)->mu, deadline, NULL,
+                                  aop_done, o);
+    }
     case AK_SEM:
         return sqf_loop_sem_acquire(l, &o->op, &((SemObject *)t)->s, deadline, NULL, aop_done, o);
     case AK_EVENT:
@@ -231,18 +251,29 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
     case AK_BARRIER_GATE:
         return sqf_loop_event_wait(l, &o->op, &((BarrierObject *)t)->reset_done, deadline, NULL,
                                    aop_done, o);
-    default: {
+    case AK_BARRIER: {
         BarrierObject *b = (BarrierObject *)t;
         o->call.self = b;
         return sqf_loop_barrier_wait_fn(l, &o->op, &b->b, deadline, NULL,
                                         b->action ? barrier_action : NULL, &o->call, &o->index,
                                         aop_done, o);
     }
+    default:
+        return EINVAL;
     }
 }
 
-static PyTypeObject *const aio_types[] = {&LockType,      &SemType,     &EventType,  &LatchType,
-                                          &CountdownType, &BarrierType, &BarrierType};
+static PyTypeObject *const aio_types[] = {
+    [AK_LOCK] = &LockType,
+    [AK_SEM] = &SemType,
+    [AK_EVENT] = &EventType,
+    [AK_LATCH] = &LatchType,
+    [AK_COUNTDOWN] = &CountdownType,
+    [AK_BARRIER] = &BarrierType,
+    [AK_BARRIER_GATE] = &BarrierType,
+    [AK_RLOCK] = &RLockType,
+    [AK_COND] = &CondType,
+};
 
 /* Dispatch o's loop (the GIL released while it polls) until o's callback
  * has run: for an op that its event loop will not dispatch. */
@@ -265,7 +296,8 @@ static PyObject *Driver_start(DriverObject *self, PyObject *args)
     PyObject *target, *timeout, *aloop;
     if (!PyArg_ParseTuple(args, "iOOO:start", &kind, &target, &timeout, &aloop)) return NULL;
     if (!self->loop) return raise_errno(EINVAL, "_LoopDriver not initialised");
-    if (kind < AK_LOCK || kind > AK_BARRIER_GATE || !PyObject_TypeCheck(target, aio_types[kind])) {
+    if (kind < 0 || kind >= (int)(sizeof aio_types / sizeof aio_types[0]) ||
+        !PyObject_TypeCheck(target, aio_types[kind])) {
         PyErr_SetString(PyExc_TypeError, "_LoopDriver.start: wrong kind or object");
         return NULL;
     }
@@ -353,6 +385,42 @@ static PyObject *AOp_abandon(AOpObject *o, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* op.rearm(loop): the awaiting task was cancelled during a wait that
+ * must finish before the task goes on (a cond wait, which ends with the
+ * mutex taken back): cancel the wait and return a new future, which the
+ * callback resolves once the op is over.  Unlike abandon(), the event
+ * loop keeps running meanwhile: the mutex may be held by another task of
+ * the same loop. */
+static PyObject *AOp_rearm(AOpObject *o, PyObject *aloop)
+{
+    if (!o->pending) {
+        PyErr_SetString(PyExc_RuntimeError, "_LoopOp.rearm: the wait is over");
+        return NULL;
+    }
+    PyObject *future = PyObject_CallMethod(aloop, "create_future", NULL);
+    if (!future) return NULL;
+    Py_XSETREF(o->future, future);
+    sqf_loop_cancel(o->driver->loop, &o->op); /* (asked twice: no change) */
+    return Py_NewRef(future);
+}
+
+static PyObject *AOp_pending(AOpObject *o, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(o->pending);
+}
+
+/* The finished op's value, recomputed from its result (a cond wait's). */
+static PyObject *AOp_result(AOpObject *o, void *closure)
+{
+    (void)closure;
+    if (o->pending) {
+        PyErr_SetString(PyExc_RuntimeError, "_LoopOp.result: the wait is not over");
+        return NULL;
+    }
+    return PyLong_FromLong(o->result);
+}
+
 static PyObject *AOp_future(AOpObject *o, void *closure)
 {
     (void)closure;
@@ -364,10 +432,15 @@ static PyMethodDef AOp_methods[] = {
     {"abandon", (PyCFunction)AOp_abandon, METH_NOARGS,
      "The awaiting task gave up: cancel the wait, dispatch until it is over, and give back "
      "what it took."},
+    {"rearm", (PyCFunction)AOp_rearm, METH_O,
+     "rearm(loop)\n\nThe awaiting task was cancelled: cancel the wait, and return a new "
+     "future that resolves when the wait is over (the loop keeps running)."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef AOp_getset[] = {
     {"future", (getter)AOp_future, NULL, "The future the wait resolves.", NULL},
+    {"pending", (getter)AOp_pending, NULL, "Whether the wait's callback has yet to run.", NULL},
+    {"result", (getter)AOp_result, NULL, "The finished wait's result (0 or an errno).", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject AOpType = {

@@ -2,30 +2,7 @@
  * over a gate mutex of its own for any other lock. */
 #include "module.h"
 
-/* Two ways to wait, chosen by the lock:
- *   - a squarefree Lock or RLock (threading's default: a new RLock): the
- *     sqf_cond waits on the lock's own mutex.  wait() releases the lock,
- *     sleeps, and takes it back before it returns, whatever it returns (an
- *     RLock held several times is released entirely and restored), and
- *     notify_all() moves the waiters onto the mutex with one system call;
- *   - any other lock (threading.Lock, a user's class): the sqf_cond waits
- *     on `gate`, a mutex of the Condition's own.  A waiter takes the gate,
- *     then releases the lock (its _release_save, or release()), sleeps on
- *     the cond (which releases the gate), and once woken releases the gate
- *     and takes the lock back (_acquire_restore, or acquire()).  A notifier
- *     holds the lock, and signals under the gate: a waiter holds the gate
- *     from before it releases the lock until it sleeps, so no notification
- *     made under the lock can fall between the two.  The gate is never held
- *     while waiting for the lock, so the two cannot deadlock.
- * `waiting` (under the GIL) counts the waiters, and bounds notify(n). */
-typedef struct {
-    PyObject_HEAD sqf_cond c;
-    PyObject *lock;
-    int fast;       /* lock is a squarefree Lock or RLock: c waits on its mutex */
-    sqf_mutex gate; /* any other lock: the mutex c waits on */
-    unsigned long waiting;
-    PyObject *weakrefs;
-} CondObject;
+/* How Condition waits: CondObject in module.h. */
 
 static bool is_squarefree_lock(PyObject *lock)
 {
@@ -199,6 +176,60 @@ static PyObject *Cond_wait(CondObject *self, PyObject *args, PyObject *kw)
     return self->fast ? cond_wait_fast(self, &op) : cond_wait_any(self, &op);
 }
 
+/* A task's wait (the package's async_wait), in two halves around the
+ * loop's cond op (aio.c's AK_COND), which releases the mutex, waits, and
+ * takes the mutex back before its callback, whatever ended it.
+ * _task_wait_begin() checks the caller holds the lock and returns what an
+ * RLock's levels were, handing them to the op's mutex; _task_wait_end()
+ * restores them once the mutex is held again.  Only the fast path serves
+ * tasks: another lock could not be taken back without blocking the
+ * task's event loop. */
+static PyObject *Cond_task_wait_begin(CondObject *self, PyObject *unused)
+{
+    (void)unused;
+    int owned = cond_owned(self);
+    if (owned <= 0) {
+        if (owned == 0) PyErr_SetString(PyExc_RuntimeError, "cannot wait on un-acquired lock");
+        return NULL;
+    }
+    if (!self->fast) {
+        PyErr_SetString(PyExc_TypeError, "async_wait needs a Condition over a squarefree Lock "
+                                         "or RLock (its task could not take another lock back "
+                                         "without blocking its event loop)");
+        return NULL;
+    }
+    LockObject *l = (LockObject *)self->lock;
+    PyObject *state = Py_BuildValue("(kk)", l->count, l->owner);
+    if (!state) return NULL;
+    l->count = 0;
+    l->owner = 0;
+    self->waiting++;
+    return state;
+}
+
+static PyObject *Cond_task_wait_end(CondObject *self, PyObject *state)
+{
+    unsigned long count, owner;
+    if (!self->lock || !self->fast) return raise_errno(EINVAL, "Condition not initialised");
+    if (!PyArg_ParseTuple(state, "kk:_task_wait_end", &count, &owner)) return NULL;
+    LockObject *l = (LockObject *)self->lock;
+    l->count = count;
+    l->owner = owner;
+    self->waiting--;
+    Py_RETURN_NONE;
+}
+
+/* A notification that reached a task as it was cancelled is passed on to
+ * another waiter, so that none is lost (asyncio.Condition does the same);
+ * the caller holds the lock again. */
+static PyObject *Cond_pass_on(CondObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->lock) return raise_errno(EINVAL, "Condition not initialised");
+    if (self->waiting) sqf_cond_signal(&self->c);
+    Py_RETURN_NONE;
+}
+
 /* Check the caller holds the lock, and on the other path take the gate:
  * 0, or -1 raised. */
 static int notify_begin(CondObject *self)
@@ -314,6 +345,13 @@ static PyMethodDef Cond_methods[] = {
      "The lock's _release_save(), else its release() (threading.Condition's protocol)."},
     {"_acquire_restore", (PyCFunction)Cond_acquire_restore, METH_O,
      "_acquire_restore(state)\n\nThe lock's _acquire_restore(state), else its acquire()."},
+    {"_task_wait_begin", (PyCFunction)Cond_task_wait_begin, METH_NOARGS,
+     "A task's wait, first half: check the lock is held, hand its levels to the wait; the "
+     "state for _task_wait_end."},
+    {"_task_wait_end", (PyCFunction)Cond_task_wait_end, METH_O,
+     "_task_wait_end(state)\n\nA task's wait, second half: the lock's levels back."},
+    {"_pass_on", (PyCFunction)Cond_pass_on, METH_NOARGS,
+     "Signal one waiter, for a task that was notified as it was cancelled."},
     {"_at_fork_reinit", (PyCFunction)Cond_at_fork_reinit, METH_NOARGS,
      "The lock's _at_fork_reinit(), and forget every waiter (for a child of fork)."},
     {"__enter__", (PyCFunction)(void (*)(void))Cond_acquire, METH_VARARGS | METH_KEYWORDS,

@@ -98,12 +98,60 @@ static PyObject *Lock_exit(LockObject *self, PyObject *args)
     return exit_result(Lock_release(self, NULL));
 }
 
-/* Whether the calling thread holds it: an RLock's owner; a Lock, which
- * records no owner, held at all (threading.Condition's rule for a Lock). */
+/* An RLock's owner is the asyncio task that runs now in this thread, if
+ * one does, else the thread: a task that holds it may take it again, and
+ * another task of the same loop (the same thread) waits for it, as with
+ * aiologic's RLock; in a thread without a running task (every program of
+ * threads alone) this is threading's rule.  A task's identity is its
+ * address: while it holds the lock it is alive, and no thread's ident
+ * (the address of its control block, inside its stack's mapping) is the
+ * address of a live Python object.
+ *
+ * asyncio's own C functions find the running loop and its current task;
+ * they are looked up once asyncio has been imported, and a program that
+ * never imports it pays one dictionary lookup per call. */
+unsigned long lock_owner_now(void)
+{
+    static PyObject *name, *get_running_loop, *current_task; /* kept for good */
+    unsigned long me = PyThread_get_thread_ident();
+    if (!current_task) {
+        if (!name && !(name = PyUnicode_InternFromString("asyncio"))) {
+            PyErr_Clear();
+            return me;
+        }
+        PyObject *asyncio = PyImport_GetModule(name);
+        if (!asyncio) {
+            PyErr_Clear();
+            return me;
+        }
+        get_running_loop = PyObject_GetAttrString(asyncio, "_get_running_loop");
+        current_task = get_running_loop ? PyObject_GetAttrString(asyncio, "current_task") : NULL;
+        Py_DECREF(asyncio);
+        if (!current_task) {
+            Py_CLEAR(get_running_loop);
+            PyErr_Clear();
+            return me;
+        }
+    }
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb); /* a caller may be unwinding (__exit__) */
+    PyObject *loop = PyObject_CallNoArgs(get_running_loop);
+    PyObject *task = loop && loop != Py_None ? PyObject_CallOneArg(current_task, loop) : NULL;
+    unsigned long owner = task && task != Py_None ? (unsigned long)(uintptr_t)task : me;
+    Py_XDECREF(task);
+    Py_XDECREF(loop);
+    PyErr_Clear(); /* asyncio failing to answer: the thread owns it */
+    PyErr_Restore(type, exc, tb);
+    return owner;
+}
+
+/* Whether the caller holds it: an RLock's owner (the running task, or the
+ * thread); a Lock, which records no owner, held at all
+ * (threading.Condition's rule for a Lock). */
 int lock_is_owned(LockObject *self)
 {
     if (PyObject_TypeCheck((PyObject *)self, &RLockType))
-        return self->count > 0 && self->owner == PyThread_get_thread_ident();
+        return self->count > 0 && self->owner == lock_owner_now();
     return sqf_mutex_is_locked(&self->mu);
 }
 
@@ -149,8 +197,8 @@ PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw)
 {
     sqf_deadline deadline;
     if (lock_args(args, kw, &deadline) < 0) return NULL;
-    unsigned long me = PyThread_get_thread_ident();
-    if (self->owner == me) { /* only this thread writes owner == me */
+    unsigned long me = lock_owner_now();
+    if (self->owner == me) { /* only this owner writes owner == me */
         if (self->count == ULONG_MAX) {
             PyErr_SetString(PyExc_OverflowError, "internal lock count overflowed");
             return NULL;
@@ -168,7 +216,7 @@ PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw)
 PyObject *RLock_release(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    if (self->count == 0 || self->owner != PyThread_get_thread_ident()) {
+    if (self->count == 0 || self->owner != lock_owner_now()) {
         PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
         return NULL;
     }
@@ -176,6 +224,36 @@ PyObject *RLock_release(LockObject *self, PyObject *unused)
         self->owner = 0;
         sqf_mutex_unlock(&self->mu);
     }
+    Py_RETURN_NONE;
+}
+
+/* The package's async_acquire, in two halves around the task's wait for
+ * the mutex: _reenter() takes one more level if the running task (or
+ * thread) holds the lock (True), else changes nothing (False); _own()
+ * records the running task as the holder of the mutex it has just taken.
+ * No await separates the wait from _own(), so no other owner can see the
+ * lock held by nobody and count on it. */
+static PyObject *RLock_reenter(LockObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->count == 0 || self->owner != lock_owner_now()) Py_RETURN_FALSE;
+    if (self->count == ULONG_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "internal lock count overflowed");
+        return NULL;
+    }
+    self->count++;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *RLock_own(LockObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->count != 0 || !sqf_mutex_is_locked(&self->mu)) {
+        PyErr_SetString(PyExc_RuntimeError, "RLock._own: the mutex is not freshly taken");
+        return NULL;
+    }
+    self->owner = lock_owner_now();
+    self->count = 1;
     Py_RETURN_NONE;
 }
 
@@ -215,7 +293,7 @@ static PyObject *RLock_acquire_restore(LockObject *self, PyObject *state)
 static PyObject *RLock_recursion_count(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    return PyLong_FromUnsignedLong(self->owner == PyThread_get_thread_ident() ? self->count : 0);
+    return PyLong_FromUnsignedLong(self->owner == lock_owner_now() ? self->count : 0);
 }
 
 /* <locked squarefree.RLock object owner=ident count=n at 0x...>, as
@@ -279,6 +357,12 @@ static PyMethodDef RLock_methods[] = {
      "RuntimeError if it is not held (threading.Condition's protocol)."},
     {"_acquire_restore", (PyCFunction)RLock_acquire_restore, METH_O,
      "_acquire_restore(state)\n\nTake the lock and restore the levels _release_save saved."},
+    {"_reenter", (PyCFunction)RLock_reenter, METH_NOARGS,
+     "One more level if the caller (the running task, or thread) holds it: True; else "
+     "False, and nothing changes (async_acquire's first half)."},
+    {"_own", (PyCFunction)RLock_own, METH_NOARGS,
+     "Record the caller as the holder of the mutex it has just taken (async_acquire's "
+     "second half)."},
     {"_recursion_count", (PyCFunction)RLock_recursion_count, METH_NOARGS,
      "How many times the calling thread holds the lock (0 if it does not)."},
     {"_at_fork_reinit", (PyCFunction)Lock_at_fork_reinit, METH_NOARGS, AT_FORK_REINIT_DOC},
@@ -307,8 +391,10 @@ PyTypeObject RLockType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree.RLock",
     .tp_basicsize = sizeof(LockObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "RLock()\n\nA reentrant lock, as threading.RLock: the holding thread may acquire "
-              "it again, and must release it as many times; only the holder may release it.",
+    .tp_doc = "RLock()\n\nA reentrant lock, as threading.RLock: the holder may acquire it "
+              "again, and must release it as many times; only the holder may release it.  The "
+              "holder is the asyncio task that took it, when a task did (a task of the same "
+              "loop waits for it like another thread), else the thread.",
     .tp_weaklistoffset = offsetof(LockObject, weakrefs),
     .tp_dealloc = plain_dealloc,
     .tp_repr = (reprfunc)RLock_repr,

@@ -138,6 +138,32 @@ typedef struct {
     PyObject *weakrefs;
 } BarrierObject;
 
+/* Two ways to wait, chosen by the lock:
+ *   - a squarefree Lock or RLock (threading's default: a new RLock): the
+ *     sqf_cond waits on the lock's own mutex.  wait() releases the lock,
+ *     sleeps, and takes it back before it returns, whatever it returns (an
+ *     RLock held several times is released entirely and restored), and
+ *     notify_all() moves the waiters onto the mutex with one system call;
+ *   - any other lock (threading.Lock, a user's class): the sqf_cond waits
+ *     on `gate`, a mutex of the Condition's own.  A waiter takes the gate,
+ *     then releases the lock (its _release_save, or release()), sleeps on
+ *     the cond (which releases the gate), and once woken releases the gate
+ *     and takes the lock back (_acquire_restore, or acquire()).  A notifier
+ *     holds the lock, and signals under the gate: a waiter holds the gate
+ *     from before it releases the lock until it sleeps, so no notification
+ *     made under the lock can fall between the two.  The gate is never held
+ *     while waiting for the lock, so the two cannot deadlock.
+ * `waiting` (under the GIL) counts the waiters, threads and tasks, and
+ * bounds notify(n).  A task waits (aio.c's AK_COND) on the fast path only. */
+typedef struct {
+    PyObject_HEAD sqf_cond c;
+    PyObject *lock;
+    int fast;       /* lock is a squarefree Lock or RLock: c waits on its mutex */
+    sqf_mutex gate; /* any other lock: the mutex c waits on */
+    unsigned long waiting;
+    PyObject *weakrefs;
+} CondObject;
+
 /* A barrier wait's action: the completion barrier_action runs. */
 struct barrier_call {
     BarrierObject *self;
@@ -160,7 +186,11 @@ PyObject *Lock_acquire(LockObject *self, PyObject *args, PyObject *kw);
 PyObject *Lock_release(LockObject *self, PyObject *unused);
 PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw);
 PyObject *RLock_release(LockObject *self, PyObject *unused);
-int lock_is_owned(LockObject *self); /* by the calling thread (a Lock: held) */
+int lock_is_owned(LockObject *self); /* by the caller (a Lock: held at all) */
+
+/* Who takes an RLock now: the asyncio task running in this thread, if
+ * any, else the thread (lock.c says why). */
+unsigned long lock_owner_now(void);
 
 /* Take mu until deadline (0: one try), the GIL released while asleep; a
  * signal handler that raises stops the wait.  1 taken, 0 not, -1 raised. */
