@@ -18,8 +18,10 @@ with ``loop.add_reader``.  Cancelling a waiting task (``task.cancel()``,
 ``asyncio.timeout``) takes nothing: a lock or permit that reached it as it
 was cancelled is given back.  Do not call a blocking method (``acquire()``,
 ``wait()``) on an event loop's own thread: it blocks the loop, and the
-tasks that would release it with it.  RLock, Condition and Once are for
-threads only (their ownership is a thread's).
+tasks that would release it with it.  An RLock taken by a task is owned
+by that task (another task of the same loop waits for it), and a
+Condition's tasks wait with ``await cond.async_wait()`` beside its
+threads.  Once is for threads only.
 
 Queue, LifoQueue, PriorityQueue and SimpleQueue are queue's, for threads
 and tasks on the same object (async_put, async_get, async_join), with
@@ -36,7 +38,8 @@ import weakref as _weakref
 from . import _squarefree as _c
 from ._squarefree import (BoundedSemaphore as _BoundedSemaphore, BrokenBarrierError,
                           BrokenLatchError, CountdownEvent as _CountdownEvent, Event as _Event,
-                          Latch as _Latch, Lock as _Lock, Once, RLock, Semaphore as _Semaphore,
+                          Latch as _Latch, Lock as _Lock, Once, RLock as _RLock,
+                          Semaphore as _Semaphore,
                           Barrier as _Barrier, _Condition)
 
 __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchError", "Condition",
@@ -48,7 +51,8 @@ __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchErro
 # --- asyncio ---------------------------------------------------------------------------
 
 # The kinds of wait _LoopDriver.start knows (aio.c's enum aio_kind).
-_LOCK, _SEM, _EVENT, _LATCH, _COUNTDOWN, _BARRIER = range(6)
+_LOCK, _SEM, _EVENT, _LATCH, _COUNTDOWN, _BARRIER, _RLOCK, _COND = (
+    _c._KINDS[k] for k in ("lock", "sem", "event", "latch", "countdown", "barrier", "rlock", "cond"))
 
 # One driver (an sqf_loop) per event loop, made on first use, stored on the
 # loop itself: the loop, its driver, the pending waits and their tasks then
@@ -93,14 +97,39 @@ async def _wait(kind, target, timeout):
             op = r
             try:
                 r = await op.future
-            except GeneratorExit:  # closed without its loop: finish the wait here
-                op.abandon(True)
-                raise
-            except BaseException:  # cancelled: give back what reached us
-                op.abandon(False)
+            except BaseException:  # cancelled or closed: end the wait, give back what it took
+                op.abandon()
                 raise
         if r is not _c._AGAIN:  # (a barrier's reset ended: arrive again)
             return r
+
+
+async def _cond_wait(cond, timeout):
+    """A task's wait on cond's sqf_cond: True, or False on a time-out.
+    Whatever ends it (a notify, the timeout, a cancellation), the wait ends
+    with the lock taken back, as asyncio.Condition.wait's does: a cancelled
+    task waits for that (on its loop, which keeps running: the lock may be
+    held by another of its tasks) before the CancelledError goes on."""
+    loop = _running_loop()
+    d = _driver(loop)
+    r = d.start(_COND, cond, timeout, loop)
+    if r.__class__ is not _c._LoopOp:
+        return r
+    op = r
+    try:
+        return await op.future
+    except GeneratorExit:  # closed without its loop: only here can the wait end
+        op.abandon()
+        raise
+    except BaseException:
+        while op.pending:
+            try:
+                await op.rearm(loop)
+            except BaseException:  # cancelled again: the lock is still to come
+                pass
+        if op.result == 0:  # a notify reached this task as it left: pass it on
+            cond._pass_on()
+        raise
 
 
 class Lock(_Lock):
@@ -116,6 +145,34 @@ threads and tasks exclude each other."""
 
     async def __aenter__(self):
         await _wait(_LOCK, self, None)
+
+    async def __aexit__(self, exc_type, exc, tb):
+        self.release()
+
+
+async def _rlock_async_acquire(lock, timeout):
+    if lock._reenter():
+        return True
+    if await _wait(_RLOCK, lock, timeout):
+        lock._own()  # no await since the wait: nobody else counted on it
+        return True
+    return False
+
+
+class RLock(_RLock):
+    __doc__ = _RLock.__doc__ + """
+
+For asyncio tasks: ``async with rlock`` and ``await rlock.async_acquire()``;
+the task that takes it owns it, and may take it again."""
+
+    async def async_acquire(self, timeout=None):
+        """Take the lock as a task, or one more level if this task holds it
+        already, waiting for it if needed (for ever, or timeout seconds):
+        True, or False if the timeout passed first."""
+        return await _rlock_async_acquire(self, timeout)
+
+    async def __aenter__(self):
+        await _rlock_async_acquire(self, None)
 
     async def __aexit__(self, exc_type, exc, tb):
         self.release()
@@ -138,11 +195,11 @@ For asyncio tasks: ``async with sem`` and ``await sem.async_acquire()``."""
         self.release()
 
 
-class BoundedSemaphore(_BoundedSemaphore):
-    __doc__ = _BoundedSemaphore.__doc__
-    async_acquire = Semaphore.async_acquire
-    __aenter__ = Semaphore.__aenter__
-    __aexit__ = Semaphore.__aexit__
+class BoundedSemaphore(Semaphore, _BoundedSemaphore):
+    __doc__ = _BoundedSemaphore.__doc__ + """
+
+A Semaphore (a subclass, as threading's): ``async with`` and
+``async_acquire()`` as Semaphore's."""
 
 
 class Event(_Event):
@@ -153,6 +210,23 @@ For asyncio tasks: ``await event.async_wait()``."""
     async def async_wait(self, timeout=None):
         """As wait(), for a task: True, or False if the timeout passed."""
         return await _wait(_EVENT, self, timeout)
+
+    @property
+    def _cond(self):
+        """threading.Event's internal Condition (over a Lock), for code that
+        reaches for it: made on first use.  The event itself never takes
+        it: holding it does not hold off set(), clear() or wait()."""
+        cond = self.__dict__.get("_cond")
+        if cond is None:
+            cond = self.__dict__["_cond"] = Condition(Lock())
+        return cond
+
+    def _at_fork_reinit(self):
+        """For a child of fork, as threading.Event's: reinitialise _cond's
+        lock; the flag is kept."""
+        cond = self.__dict__.get("_cond")
+        if cond is not None:
+            cond._at_fork_reinit()
 
 
 class Latch(_Latch):
@@ -200,32 +274,99 @@ its event loop's thread."""
         _Barrier.reset(self, d.dispatch if d is not None else None)
 
 
+class _Remaining:
+    """wait_for's timeout, as threading.Condition.wait_for counts it: the
+    first wait gets the whole timeout (however short), each later one what
+    is left, and none is made once nothing is."""
+
+    def __init__(self, timeout):
+        self.seconds = timeout
+        self._end = None
+
+    def more(self):
+        if self.seconds is None:
+            return True
+        if self._end is None:
+            self._end = _time.monotonic() + self.seconds
+            return True
+        self.seconds = self._end - _time.monotonic()
+        return self.seconds > 0
+
+
 class Condition(_Condition):
     """Condition(lock=None)
 
-    A condition variable, as threading.Condition, over a squarefree Lock or
-    RLock (a new RLock by default).  notify_all() moves the waiters onto the
-    lock with one system call instead of waking them all to fight for it.
+    A condition variable, as threading.Condition, over any lock (a new
+    RLock by default).  Over a squarefree Lock or RLock, waiters sleep on
+    the lock's own mutex, and notify_all() moves them onto it with one
+    system call instead of waking them all to fight for it; over any other
+    lock (threading.Lock, a class of your own), they sleep on a squarefree
+    mutex of the condition's, and the lock is released and taken back with
+    its _release_save() and _acquire_restore() if it has them, else with
+    release() and acquire(), as threading does.
+
+    For asyncio tasks, over a squarefree Lock or RLock: ``async with
+    cond``, ``await cond.async_wait()`` and ``await
+    cond.async_wait_for(predicate)``; threads and tasks notify each other.
     """
+
+    def __init__(self, lock=None):
+        _Condition.__init__(self, RLock() if lock is None else lock)
 
     def wait_for(self, predicate, timeout=None):
         """Wait until predicate() is true, at most timeout seconds; return
-        the last value of predicate(), as threading.Condition.wait_for."""
-        end = None if timeout is None else _time.monotonic() + timeout
+        the last value of predicate(), as threading.Condition.wait_for
+        (which waits once, however short the timeout)."""
+        left = _Remaining(timeout)
         result = predicate()
-        while not result:
-            if end is not None:
-                left = end - _time.monotonic()
-                if left <= 0:
-                    break
-                self.wait(left)
-            else:
-                self.wait()
+        while not result and left.more():
+            self.wait(left.seconds)
+            result = predicate()
+        return result
+
+    async def __aenter__(self):
+        """``async with cond``: take its lock as a task."""
+        lock = self._lock
+        if isinstance(lock, _RLock):
+            await _rlock_async_acquire(lock, None)
+        elif isinstance(lock, _Lock):
+            await _wait(_LOCK, lock, None)
+        else:
+            raise TypeError("async with needs a Condition over a squarefree Lock or RLock")
+
+    async def __aexit__(self, exc_type, exc, tb):
+        self.release()
+
+    async def async_wait(self, timeout=None):
+        """As wait(), for a task holding the lock (``async with cond``):
+        release it, wait until notified (by a thread or a task) or the
+        timeout passes, and take it back, whatever ends the wait: True, or
+        False on a time-out.  A cancelled task takes the lock back before
+        its CancelledError goes on, and a notify that reached it as it was
+        cancelled goes on to another waiter."""
+        state = self._task_wait_begin()
+        try:
+            return await _cond_wait(self, timeout)
+        finally:
+            self._task_wait_end(state)
+
+    async def async_wait_for(self, predicate, timeout=None):
+        """As wait_for(), for a task holding the lock: wait until
+        predicate() is true, at most timeout seconds; the last value of
+        predicate()."""
+        left = _Remaining(timeout)
+        result = predicate()
+        while not result and left.more():
+            await self.async_wait(left.seconds)
             result = predicate()
         return result
 
     def notifyAll(self):
-        """Deprecated alias of notify_all(), as in threading."""
+        """Deprecated alias of notify_all() (DeprecationWarning), as in
+        threading."""
+        import warnings
+        warnings.warn("notifyAll() is deprecated, use notify_all() instead",
+                      DeprecationWarning, stacklevel=2)
         self.notify_all()
 
 

@@ -11,7 +11,7 @@ from ._squarefree import WouldBlock  # noqa: F401 (the package's)
 from . import _wait
 
 # aio.c's enum aio_kind: a task's wait for a limiter's token.
-_LIMITER = 7
+_LIMITER = _c._KINDS["limiter"]
 
 
 class CapacityLimiterStatistics(_collections.namedtuple(

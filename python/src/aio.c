@@ -14,13 +14,28 @@
  * Every call on a driver comes from its event loop's thread (the package
  * looks the driver up by the running loop), as sqf_loop requires.
  *
- * Cancellation takes nothing: a task cancelled while its op is pending
- * abandons the op (sqf_loop_cancel); if the op then completes with 0 (the
- * lock or permit arrived first), or had completed with 0 before the task
- * saw it, what it took is given back (the lock unlocked, the permit
- * released).  A coroutine closed without being resumed (its loop was
- * closed, or its task was collected) drains its op before it goes, so no
- * kernel wait is left to swallow a wake-up meant for someone else. */
+ * Cancellation takes nothing, and is final when the task sees it: a task
+ * cancelled (or whose coroutine is closed) while its op is pending
+ * abandons the op: sqf_loop_cancel, then this loop is dispatched (its
+ * descriptor polled, the GIL released) until the op's callback has run,
+ * before the CancelledError goes on into the task's code.  The cancel
+ * makes the step stop at once, so the wait is short; and waiting for it
+ * matters: the cancel is recorded at once but the step acts on it only
+ * when it runs, and until then the op still counts where it waits (a
+ * barrier arrival that a thread could complete a phase with, after the
+ * task was told it had left).  The callback then finds the op abandoned:
+ *   - it ended with an error (ECANCELED, a time-out, a broken barrier):
+ *     nothing was taken; a barrier's stopped arrival broke the barrier, as
+ *     a thread's time-out does;
+ *   - it ended with 0 (the lock or a permit was handed to it, or the phase
+ *     completed, before the cancel took effect): a lock is unlocked and a
+ *     permit released, as if never taken; a barrier arrival stands (the
+ *     phase it completed has passed, and the other parties are released
+ *     with it), and an event's, a latch's or a countdown's wait took
+ *     nothing.
+ * The same holds when the op had completed with 0 before the task saw it
+ * (the future resolved, the task not yet resumed): abandon gives back at
+ * once.  asyncio.wait_for's cancellation gives the same results. */
 
 enum aio_kind {
     AK_LOCK,
@@ -31,6 +46,8 @@ enum aio_kind {
     AK_BARRIER,
     AK_BARRIER_GATE,
     AK_LIMITER,
+    AK_RLOCK, /* an RLock's mutex: the package records the owner once it has it */
+    AK_COND,  /* a Condition's wait: the op ends with the mutex held again */
 };
 
 /* References: the asyncio loop holds its driver (through the reader it
@@ -126,10 +143,11 @@ static PyObject *Driver_backend(DriverObject *self, void *closure)
 /* Give back what a wait that ended with 0 took, for a task that gave up. */
 static void aop_undo(AOpObject *o)
 {
-    if (o->kind == AK_LOCK) sqf_mutex_unlock(&((LockObject *)o->target)->mu);
+    if (o->kind == AK_LOCK || o->kind == AK_RLOCK) sqf_mutex_unlock(&((LockObject *)o->target)->mu);
     if (o->kind == AK_SEM) sqf_sem_release(&((SemObject *)o->target)->s, 1);
     if (o->kind == AK_LIMITER) limiter_wait_undo(o->target);
-    /* Events, latches, countdowns, a barrier's phase and gate: nothing taken. */
+    /* Events, latches, countdowns, a barrier's phase and gate: nothing taken.
+     * A cond wait keeps the mutex it took back: its waiter must hold it. */
 }
 
 /* The Python value of a finished wait, or NULL with the exception set. */
@@ -151,6 +169,8 @@ static PyObject *aop_value(AOpObject *o, int r)
     case AK_BARRIER_GATE:
         if (r == 0) return Py_NewRef(Again);
         return bool_result(r, "Barrier.async_wait failed");
+    case AK_COND: /* cancelled: the package raises the task's CancelledError */
+        return bool_result(r == ECANCELED ? ETIMEDOUT : r, "Condition.async_wait failed");
     default:
         return bool_result(r, "wait failed");
     }
@@ -215,7 +235,14 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
     PyObject *t = o->target;
     switch (o->kind) {
     case AK_LOCK:
+    case AK_RLOCK:
         return sqf_loop_mutex_lock(l, &o->op, &((LockObject *)t)->mu, deadline, NULL, aop_done, o);
+    case AK_COND: {
+        CondObject *c = (CondObject *)t;
+        if (!c->lock || !c->fast) return EINVAL;
+        return sqf_loop_cond_wait(l, &o->op, &c->c, &((LockObject *)c->lock)->mu, deadline, NULL,
+                                  aop_done, o);
+    }
     case AK_SEM:
         return sqf_loop_sem_acquire(l, &o->op, &((SemObject *)t)->s, deadline, NULL, aop_done, o);
     case AK_EVENT:
@@ -230,19 +257,62 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
                                    aop_done, o);
     case AK_LIMITER:
         return sqf_loop_sem_acquire(l, &o->op, limiter_wait_sem(t), deadline, NULL, aop_done, o);
-    default: {
+    case AK_BARRIER: {
         BarrierObject *b = (BarrierObject *)t;
         o->call.self = b;
         return sqf_loop_barrier_wait_fn(l, &o->op, &b->b, deadline, NULL,
                                         b->action ? barrier_action : NULL, &o->call, &o->index,
                                         aop_done, o);
     }
+    default:
+        return EINVAL;
     }
 }
 
-static PyTypeObject *const aio_types[] = {&LockType,    &SemType,        &EventType,
-                                          &LatchType,   &CountdownType,  &BarrierType,
-                                          &BarrierType, &LimiterWaitType};
+static PyTypeObject *const aio_types[] = {
+    [AK_LOCK] = &LockType,
+    [AK_SEM] = &SemType,
+    [AK_EVENT] = &EventType,
+    [AK_LATCH] = &LatchType,
+    [AK_COUNTDOWN] = &CountdownType,
+    [AK_BARRIER] = &BarrierType,
+    [AK_BARRIER_GATE] = &BarrierType,
+    [AK_LIMITER] = &LimiterWaitType,
+    [AK_RLOCK] = &RLockType,
+    [AK_COND] = &CondType,
+};
+
+/* The kinds, as the package names them: _c._KINDS["lock"] and so on. */
+static const char *const aio_kind_names[] = {
+    [AK_LOCK] = "lock",
+    [AK_SEM] = "sem",
+    [AK_EVENT] = "event",
+    [AK_LATCH] = "latch",
+    [AK_COUNTDOWN] = "countdown",
+    [AK_BARRIER] = "barrier",
+    [AK_BARRIER_GATE] = "barrier_gate",
+    [AK_LIMITER] = "limiter",
+    [AK_RLOCK] = "rlock",
+    [AK_COND] = "cond",
+};
+
+int aio_init(PyObject *m)
+{
+    PyObject *kinds = PyDict_New();
+    if (!kinds) return -1;
+    for (int k = 0; k < (int)(sizeof aio_kind_names / sizeof aio_kind_names[0]); k++) {
+        PyObject *v = PyLong_FromLong(k);
+        if (!v || PyDict_SetItemString(kinds, aio_kind_names[k], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(kinds);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    int r = PyModule_AddObjectRef(m, "_KINDS", kinds);
+    Py_DECREF(kinds);
+    return r;
+}
 
 /* Dispatch o's loop (the GIL released while it polls) until o's callback
  * has run: for an op that its event loop will not dispatch. */
@@ -265,13 +335,16 @@ static PyObject *Driver_start(DriverObject *self, PyObject *args)
     PyObject *target, *timeout, *aloop;
     if (!PyArg_ParseTuple(args, "iOOO:start", &kind, &target, &timeout, &aloop)) return NULL;
     if (!self->loop) return raise_errno(EINVAL, "_LoopDriver not initialised");
-    if (kind < AK_LOCK || kind > AK_LIMITER || !PyObject_TypeCheck(target, aio_types[kind])) {
+    if (kind < 0 || kind >= (int)(sizeof aio_types / sizeof aio_types[0]) ||
+        !PyObject_TypeCheck(target, aio_types[kind])) {
         PyErr_SetString(PyExc_TypeError, "_LoopDriver.start: wrong kind or object");
         return NULL;
     }
     sqf_deadline deadline;
     if (kind == AK_BARRIER && timeout == Py_None) timeout = ((BarrierObject *)target)->timeout;
-    if (deadline_of(timeout, &deadline) < 0) return NULL;
+    int large = deadline_of(timeout, &deadline);
+    if (large < 0) return NULL;
+    if (large) deadline = SQF_FOREVER; /* asyncio has no TIMEOUT_MAX */
     if (kind == AK_BARRIER && ((BarrierObject *)target)->resetting) kind = AK_BARRIER_GATE;
     AOpObject *o = PyObject_GC_New(AOpObject, &AOpType);
     if (!o) return NULL;
@@ -330,14 +403,14 @@ static int AOp_traverse(AOpObject *o, visitproc visit, void *arg)
     return 0;
 }
 
-/* op.abandon(closing): the task gave up (cancelled, or its coroutine
- * closed).  A pending op is cancelled (its callback gives back a late 0);
- * a finished one with 0 gives back now.  `closing`: the event loop will
- * not dispatch this op again, so dispatch here until it is done. */
-static PyObject *AOp_abandon(AOpObject *o, PyObject *closing_arg)
+/* op.abandon(): the task gave up (cancelled, or its coroutine closed).  A
+ * pending op is cancelled and dispatched here until its callback has run,
+ * so that its effect is final before the task's code sees the
+ * cancellation (see "Cancellation" at the top); a finished one that took
+ * something gives it back now. */
+static PyObject *AOp_abandon(AOpObject *o, PyObject *unused)
 {
-    int closing = PyObject_IsTrue(closing_arg);
-    if (closing < 0) return NULL;
+    (void)unused;
     if (o->abandoned) Py_RETURN_NONE;
     o->abandoned = 1;
     if (!o->pending) {
@@ -346,9 +419,45 @@ static PyObject *AOp_abandon(AOpObject *o, PyObject *closing_arg)
     }
     sqf_loop_cancel(o->driver->loop, &o->op);
     Py_INCREF(o); /* its callback drops the driver's reference */
-    if (closing) aop_drain(o);
+    aop_drain(o);
     Py_DECREF(o);
     Py_RETURN_NONE;
+}
+
+/* op.rearm(loop): the awaiting task was cancelled during a wait that
+ * must finish before the task goes on (a cond wait, which ends with the
+ * mutex taken back): cancel the wait and return a new future, which the
+ * callback resolves once the op is over.  Unlike abandon(), the event
+ * loop keeps running meanwhile: the mutex may be held by another task of
+ * the same loop. */
+static PyObject *AOp_rearm(AOpObject *o, PyObject *aloop)
+{
+    if (!o->pending) {
+        PyErr_SetString(PyExc_RuntimeError, "_LoopOp.rearm: the wait is over");
+        return NULL;
+    }
+    PyObject *future = PyObject_CallMethod(aloop, "create_future", NULL);
+    if (!future) return NULL;
+    Py_XSETREF(o->future, future);
+    sqf_loop_cancel(o->driver->loop, &o->op); /* (asked twice: no change) */
+    return Py_NewRef(future);
+}
+
+static PyObject *AOp_pending(AOpObject *o, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(o->pending);
+}
+
+/* The finished op's value, recomputed from its result (a cond wait's). */
+static PyObject *AOp_result(AOpObject *o, void *closure)
+{
+    (void)closure;
+    if (o->pending) {
+        PyErr_SetString(PyExc_RuntimeError, "_LoopOp.result: the wait is not over");
+        return NULL;
+    }
+    return PyLong_FromLong(o->result);
 }
 
 static PyObject *AOp_future(AOpObject *o, void *closure)
@@ -359,13 +468,18 @@ static PyObject *AOp_future(AOpObject *o, void *closure)
 }
 
 static PyMethodDef AOp_methods[] = {
-    {"abandon", (PyCFunction)AOp_abandon, METH_O,
-     "abandon(closing)\n\nThe awaiting task gave up: cancel the wait and give back what it "
-     "took; closing: dispatch until the wait is over (the event loop will not)."},
+    {"abandon", (PyCFunction)AOp_abandon, METH_NOARGS,
+     "The awaiting task gave up: cancel the wait, dispatch until it is over, and give back "
+     "what it took."},
+    {"rearm", (PyCFunction)AOp_rearm, METH_O,
+     "rearm(loop)\n\nThe awaiting task was cancelled: cancel the wait, and return a new "
+     "future that resolves when the wait is over (the loop keeps running)."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef AOp_getset[] = {
     {"future", (getter)AOp_future, NULL, "The future the wait resolves.", NULL},
+    {"pending", (getter)AOp_pending, NULL, "Whether the wait's callback has yet to run.", NULL},
+    {"result", (getter)AOp_result, NULL, "The finished wait's result (0 or an errno).", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject AOpType = {

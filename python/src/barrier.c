@@ -34,6 +34,7 @@ static int Barrier_init(BarrierObject *self, PyObject *args, PyObject *kw)
 
 static void Barrier_dealloc(BarrierObject *self)
 {
+    if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
     Py_XDECREF(self->action);
     Py_XDECREF(self->timeout);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -68,7 +69,8 @@ static PyObject *Barrier_wait(BarrierObject *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
-    if (deadline_of(timeout == Py_None ? self->timeout : timeout, &op.deadline) < 0) return NULL;
+    int large = deadline_of(timeout == Py_None ? self->timeout : timeout, &op.deadline);
+    if (large < 0) return NULL;
     int raised;
     while (self->resetting) { /* arrivals wait for the waiters that reset() broke to leave */
         struct sqf_waitop rop = sqf_op_blocking(SQF_FOREVER, NULL);
@@ -83,7 +85,8 @@ static PyObject *Barrier_wait(BarrierObject *self, PyObject *args, PyObject *kw)
     op.u.barrier.arg = &call;
     op.u.barrier.index = &index;
     int r = run_wait(&op, sqf_barrier_wait_step_, &raised);
-    if (raised || call.raised) return NULL; /* a signal handler's or the action's exception */
+    if (raised || call.raised) return NULL;   /* a signal handler's or the action's exception */
+    if (too_large(large, r) < 0) return NULL; /* it broke the barrier, as threading's */
     if (r == 0) return PyLong_FromUnsignedLong(index);
     if (r == EPIPE || r == ETIMEDOUT || r == ECANCELED) {
         PyErr_SetNone(BrokenBarrierError);
@@ -156,6 +159,20 @@ static PyObject *Barrier_broken(BarrierObject *self, void *closure)
     return PyBool_FromLong(sqf_barrier_state(&self->b, NULL, NULL) == EPIPE);
 }
 
+/* threading's forms: waiters=k/n, or broken. */
+static PyObject *Barrier_repr(BarrierObject *self)
+{
+    PyObject *label = class_label((PyObject *)self);
+    if (!label) return NULL;
+    unsigned parties = 0, arrived = 0;
+    PyObject *r =
+        sqf_barrier_state(&self->b, &parties, &arrived) == EPIPE
+            ? PyUnicode_FromFormat("<%U at %p: broken>", label, self)
+            : PyUnicode_FromFormat("<%U at %p: waiters=%u/%u>", label, self, arrived, parties);
+    Py_DECREF(label);
+    return r;
+}
+
 static PyMethodDef Barrier_methods[] = {
     {"wait", (PyCFunction)(void (*)(void))Barrier_wait, METH_VARARGS | METH_KEYWORDS,
      "wait(timeout=None) -> int\n\nArrive and sleep until all parties have arrived; return "
@@ -183,6 +200,8 @@ PyTypeObject BarrierType = {
     .tp_doc = "Barrier(parties, action=None, timeout=None)\n\nA cyclic barrier, as "
               "threading.Barrier: each phase waits for `parties` threads, the last to arrive "
               "runs action() and releases all of them with one system call.",
+    .tp_weaklistoffset = offsetof(BarrierObject, weakrefs),
+    .tp_repr = (reprfunc)Barrier_repr,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Barrier_init,
     .tp_dealloc = (destructor)Barrier_dealloc,

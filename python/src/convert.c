@@ -4,8 +4,11 @@
 #include <math.h>
 #include <string.h>
 
-/* A timeout argument (None: for ever) as a deadline; -1 with ValueError or
- * TypeError set on a bad one. */
+double timeout_max;
+
+/* A timeout argument (None: for ever) as a deadline, as threading reads it:
+ * a negative one has passed already; 1 (a past deadline) past timeout_max;
+ * -1 with ValueError (NaN) or TypeError set on a bad one. */
 int deadline_of(PyObject *timeout, sqf_deadline *out)
 {
     if (timeout == NULL || timeout == Py_None) {
@@ -14,9 +17,17 @@ int deadline_of(PyObject *timeout, sqf_deadline *out)
     }
     double t = PyFloat_AsDouble(timeout);
     if (t == -1.0 && PyErr_Occurred()) return -1;
-    if (isnan(t) || t < 0) {
-        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+    if (isnan(t)) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a number, not NaN");
         return -1;
+    }
+    if (t > timeout_max) {
+        *out = 0; /* long past: a try */
+        return 1;
+    }
+    if (t <= 0) { /* threading's wait(-1) is a try, as wait(0) */
+        *out = 0;
+        return 0;
     }
     if (t > 1e9) { /* 30 years: for ever, as far as a caller can tell */
         *out = SQF_FOREVER;
@@ -24,6 +35,33 @@ int deadline_of(PyObject *timeout, sqf_deadline *out)
     }
     *out = sqf_after((int64_t)(t * 1e9));
     return 0;
+}
+
+/* A timed wait's result after deadline_of said `large` (module.h). */
+int too_large(int large, int r)
+{
+    if (large == 1 && r == ETIMEDOUT) {
+        PyErr_SetString(PyExc_OverflowError, "timeout value is too large");
+        return -1;
+    }
+    return r;
+}
+
+/* "module.qualname" of self's class, as threading's reprs name it. */
+PyObject *class_label(PyObject *self)
+{
+    PyObject *type = (PyObject *)Py_TYPE(self);
+    PyObject *mod = PyObject_GetAttrString(type, "__module__");
+    if (!mod) return NULL;
+    PyObject *qual = PyObject_GetAttrString(type, "__qualname__");
+    if (!qual) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    PyObject *label = PyUnicode_FromFormat("%S.%S", mod, qual);
+    Py_DECREF(mod);
+    Py_DECREF(qual);
+    return label;
 }
 
 /* A wait's result as threading's: True, False on a time-out, or raised. */

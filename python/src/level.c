@@ -37,8 +37,29 @@ static PyObject *Event_wait(EventObject *self, PyObject *args, PyObject *kw)
     return bool_result(timed_wait(args, kw, &op, sqf_event_wait_step_), "Event.wait failed");
 }
 
+/* threading's deprecated alias, with its warning. */
+static PyObject *Event_isSet(EventObject *self, PyObject *unused)
+{
+    if (PyErr_WarnEx(PyExc_DeprecationWarning, "isSet() is deprecated, use is_set() instead", 1) <
+        0)
+        return NULL;
+    return Event_is_set(self, unused);
+}
+
+static PyObject *Event_repr(EventObject *self)
+{
+    PyObject *label = class_label((PyObject *)self);
+    if (!label) return NULL;
+    PyObject *r = PyUnicode_FromFormat("<%U at %p: %s>", label, self,
+                                       sqf_event_is_set(&self->ev) ? "set" : "unset");
+    Py_DECREF(label);
+    return r;
+}
+
 static PyMethodDef Event_methods[] = {
     {"is_set", (PyCFunction)Event_is_set, METH_NOARGS, "Return True if the flag is set."},
+    {"isSet", (PyCFunction)Event_isSet, METH_NOARGS,
+     "Deprecated alias of is_set() (DeprecationWarning), as in threading."},
     {"set", (PyCFunction)Event_set, METH_NOARGS,
      "Set the flag and wake every waiter (one system call, whatever their number)."},
     {"clear", (PyCFunction)Event_clear, METH_NOARGS, "Reset the flag."},
@@ -53,6 +74,9 @@ PyTypeObject EventType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Event()\n\nA flag that threads wait for, as threading.Event: set() wakes every "
               "waiter with one system call, and the event can be cleared and reused.",
+    .tp_weaklistoffset = offsetof(EventObject, weakrefs),
+    .tp_dealloc = plain_dealloc,
+    .tp_repr = (reprfunc)Event_repr,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Event_init,
     .tp_methods = Event_methods,
@@ -149,6 +173,8 @@ PyTypeObject LatchType = {
     .tp_doc = "Latch(count)\n\nA single-use countdown: wait() blocks until count_down() has "
               "brought the count to zero, then every waiter is woken with one system call. "
               "The seed's cure for starting n threads.",
+    .tp_weaklistoffset = offsetof(LatchObject, weakrefs),
+    .tp_dealloc = plain_dealloc,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Latch_init,
     .tp_methods = Latch_methods,
@@ -228,6 +254,8 @@ PyTypeObject CountdownType = {
     .tp_doc = "CountdownEvent(value=0)\n\nA reusable count: up() and down() move it, and wait() "
               "blocks until it is zero. The seed's cure for serialising n threads whose number "
               "is not known in advance.",
+    .tp_weaklistoffset = offsetof(CountdownObject, weakrefs),
+    .tp_dealloc = plain_dealloc,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Countdown_init,
     .tp_methods = Countdown_methods,

@@ -3,6 +3,13 @@
  * the work. */
 #include "module.h"
 
+/* tp_dealloc of a type whose objects own no references. */
+void plain_dealloc(PyObject *self)
+{
+    if (Py_TYPE(self)->tp_weaklistoffset) PyObject_ClearWeakRefs(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, .m_name = "squarefree._squarefree",
     .m_doc = "squarefree's primitives for CPython (see the squarefree package).", .m_size = -1};
@@ -45,13 +52,18 @@ PyMODINIT_FUNC PyInit__squarefree(void)
     PyObject *threading = PyImport_ImportModule("threading");
     if (!threading) goto fail;
     BrokenBarrierError = PyObject_GetAttrString(threading, "BrokenBarrierError");
+    PyObject *max = BrokenBarrierError ? PyObject_GetAttrString(threading, "TIMEOUT_MAX") : NULL;
     Py_DECREF(threading);
+    timeout_max = max ? PyFloat_AsDouble(max) : -1.0;
+    Py_XDECREF(max);
+    if (!max || PyErr_Occurred()) goto fail;
     if (!BrokenBarrierError ||
         PyModule_AddObjectRef(m, "BrokenBarrierError", BrokenBarrierError) < 0)
         goto fail;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) goto fail;
     if (queue_init(m) < 0) goto fail;
+    if (aio_init(m) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

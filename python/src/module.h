@@ -38,9 +38,28 @@
 
 /* --- arguments and results (convert.c) ------------------------------------ */
 
-/* A timeout argument (None: for ever) as a deadline; -1 with an exception
- * set on a bad one. */
+/* threading.TIMEOUT_MAX, read at import: a longer timeout raises
+ * OverflowError where threading's would. */
+extern double timeout_max;
+
+/* A timeout argument (None: for ever) as a deadline, as threading reads it:
+ * a negative one has passed already (a try).  0; 1 if it is longer than
+ * timeout_max (then *out is a past deadline: a try, whose time-out means
+ * OverflowError, see too_large); -1 with an exception set on a bad one. */
 int deadline_of(PyObject *timeout, sqf_deadline *out);
+
+/* A timed wait's result r after deadline_of said `large`: threading raises
+ * OverflowError for a timeout past TIMEOUT_MAX only when the call would
+ * wait, and a try with such a timeout that timed out would have waited.
+ * r, or -1 with OverflowError set. */
+int too_large(int large, int r);
+
+/* "module.qualname" of self's class, as threading's reprs name it. */
+PyObject *class_label(PyObject *self);
+
+/* tp_dealloc of a type whose objects own no references: clears their weak
+ * references and frees them. */
+void plain_dealloc(PyObject *self);
 
 /* A wait's result as threading's: True, False on a time-out, or raised. */
 PyObject *bool_result(int r, const char *what);
@@ -74,22 +93,29 @@ int timed_wait(PyObject *args, PyObject *kw, struct sqf_waitop *op, sqf_step_fn 
 
 /* --- the objects ------------------------------------------------------------ */
 
+/* Every object has a weak reference list (`weakrefs`, tp_weaklistoffset),
+ * as threading's primitives do. */
+
 typedef struct {
     PyObject_HEAD sqf_event ev;
+    PyObject *weakrefs;
 } EventObject;
 
 typedef struct {
     PyObject_HEAD sqf_latch l;
+    PyObject *weakrefs;
 } LatchObject;
 
 typedef struct {
     PyObject_HEAD sqf_countdown c;
+    PyObject *weakrefs;
 } CountdownObject;
 
 typedef struct {
     PyObject_HEAD sqf_sem s;
     int bounded;
     unsigned bound; /* a BoundedSemaphore's initial value */
+    PyObject *weakrefs;
 } SemObject;
 
 /* Lock is an sqf_mutex, which records no owner: any thread may release it,
@@ -98,6 +124,7 @@ typedef struct {
     PyObject_HEAD sqf_mutex mu;
     unsigned long owner; /* RLock: the holder's thread ident, or 0 */
     unsigned long count; /* RLock: its recursion depth */
+    PyObject *weakrefs;
 } LockObject;
 
 /* threading.Barrier over an sqf_barrier (barrier.c says how it resets). */
@@ -108,7 +135,34 @@ typedef struct {
     unsigned long runner; /* the thread running the action, or 0 (under the GIL) */
     int resetting;        /* under the GIL */
     sqf_event reset_done; /* set while no reset is under way */
+    PyObject *weakrefs;
 } BarrierObject;
+
+/* Two ways to wait, chosen by the lock:
+ *   - a squarefree Lock or RLock (threading's default: a new RLock): the
+ *     sqf_cond waits on the lock's own mutex.  wait() releases the lock,
+ *     sleeps, and takes it back before it returns, whatever it returns (an
+ *     RLock held several times is released entirely and restored), and
+ *     notify_all() moves the waiters onto the mutex with one system call;
+ *   - any other lock (threading.Lock, a user's class): the sqf_cond waits
+ *     on `gate`, a mutex of the Condition's own.  A waiter takes the gate,
+ *     then releases the lock (its _release_save, or release()), sleeps on
+ *     the cond (which releases the gate), and once woken releases the gate
+ *     and takes the lock back (_acquire_restore, or acquire()).  A notifier
+ *     holds the lock, and signals under the gate: a waiter holds the gate
+ *     from before it releases the lock until it sleeps, so no notification
+ *     made under the lock can fall between the two.  The gate is never held
+ *     while waiting for the lock, so the two cannot deadlock.
+ * `waiting` (under the GIL) counts the waiters, threads and tasks, and
+ * bounds notify(n).  A task waits (aio.c's AK_COND) on the fast path only. */
+typedef struct {
+    PyObject_HEAD sqf_cond c;
+    PyObject *lock;
+    int fast;       /* lock is a squarefree Lock or RLock: c waits on its mutex */
+    sqf_mutex gate; /* any other lock: the mutex c waits on */
+    unsigned long waiting;
+    PyObject *weakrefs;
+} CondObject;
 
 /* A barrier wait's action: the completion barrier_action runs. */
 struct barrier_call {
@@ -124,6 +178,10 @@ extern PyTypeObject EventType, LatchType, CountdownType, SemType, BSemType, Lock
  * puts them, and the exceptions they raise, in the module m at import: 0,
  * or -1 raised. */
 int queue_init(PyObject *m);
+
+/* The asyncio driver (aio.c): aio_init adds _KINDS, the kinds of wait
+ * _LoopDriver.start knows by name, to the module m at import. */
+int aio_init(PyObject *m);
 
 /* BinarySemaphore and BoundedBinarySemaphore (binsem.c): Semaphore's
  * subtypes, so a task waits on them as on a Semaphore (AK_SEM). */
@@ -154,5 +212,14 @@ PyObject *Lock_acquire(LockObject *self, PyObject *args, PyObject *kw);
 PyObject *Lock_release(LockObject *self, PyObject *unused);
 PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw);
 PyObject *RLock_release(LockObject *self, PyObject *unused);
+int lock_is_owned(LockObject *self); /* by the caller (a Lock: held at all) */
+
+/* Who takes an RLock now: the asyncio task running in this thread, if
+ * any, else the thread (lock.c says why). */
+unsigned long lock_owner_now(void);
+
+/* Take mu until deadline (0: one try), the GIL released while asleep; a
+ * signal handler that raises stops the wait.  1 taken, 0 not, -1 raised. */
+int mutex_take(sqf_mutex *mu, sqf_deadline deadline);
 
 #endif

@@ -9,6 +9,7 @@
 typedef struct {
     PyObject_HEAD sqf_once once;
     unsigned long runner; /* the thread running fn, or 0 (under the GIL) */
+    PyObject *weakrefs;
 } OnceObject;
 
 static int Once_init(OnceObject *self, PyObject *args, PyObject *kw)
@@ -81,6 +82,8 @@ PyTypeObject OnceType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Once()\n\nRun a function exactly once, however many threads ask (lazy "
               "initialisation); a failure (an exception) lets a later caller retry.",
+    .tp_weaklistoffset = offsetof(OnceObject, weakrefs),
+    .tp_dealloc = plain_dealloc,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Once_init,
     .tp_methods = Once_methods,

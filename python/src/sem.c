@@ -52,14 +52,15 @@ static PyObject *Sem_acquire(SemObject *self, PyObject *args, PyObject *kw)
     }
     if (!blocking) return PyBool_FromLong(sqf_sem_tryacquire(&self->s) == 0);
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
-    if (deadline_of(timeout, &op.deadline) < 0) return NULL;
+    int large = deadline_of(timeout, &op.deadline);
+    if (large < 0) return NULL;
     op.u.sem.s = &self->s;
     int raised, r = run_wait(&op, sqf_sem_acquire_step_, &raised);
     if (raised) {
         if (r == 0) sqf_sem_release(&self->s, 1); /* taken as the signal came: give it back */
         return NULL;
     }
-    return bool_result(r, "acquire failed");
+    return bool_result(too_large(large, r), "acquire failed");
 }
 
 static PyObject *sem_release_n(SemObject *self, unsigned n)
@@ -98,6 +99,20 @@ static PyObject *Sem_value(SemObject *self, void *closure)
     return PyLong_FromUnsignedLong(v);
 }
 
+/* threading's forms: value=v, and v/initial for a BoundedSemaphore. */
+static PyObject *Sem_repr(SemObject *self)
+{
+    PyObject *label = class_label((PyObject *)self);
+    if (!label) return NULL;
+    unsigned v = 0;
+    sqf_sem_getvalue(&self->s, &v);
+    PyObject *r = self->bounded
+                      ? PyUnicode_FromFormat("<%U at %p: value=%u/%u>", label, self, v, self->bound)
+                      : PyUnicode_FromFormat("<%U at %p: value=%u>", label, self, v);
+    Py_DECREF(label);
+    return r;
+}
+
 static PyMethodDef Sem_methods[] = {
     {"acquire", (PyCFunction)(void (*)(void))Sem_acquire, METH_VARARGS | METH_KEYWORDS,
      "acquire(blocking=True, timeout=None) -> bool\n\nTake a permit, waiting for one if "
@@ -119,6 +134,9 @@ PyTypeObject SemType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Semaphore(value=1)\n\nA counting semaphore, as threading.Semaphore; release(n) "
               "wakes up to n waiters with one system call.",
+    .tp_weaklistoffset = offsetof(SemObject, weakrefs),
+    .tp_dealloc = plain_dealloc,
+    .tp_repr = (reprfunc)Sem_repr,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Sem_init,
     .tp_methods = Sem_methods,
@@ -131,8 +149,7 @@ PyTypeObject BSemType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "BoundedSemaphore(value=1)\n\nA semaphore whose value may not exceed its initial "
               "value: a release beyond it raises ValueError, as threading.BoundedSemaphore.",
+    .tp_base = &SemType, /* as threading's: a BoundedSemaphore is a Semaphore */
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)BSem_init,
-    .tp_methods = Sem_methods,
-    .tp_getset = Sem_getset,
 };

@@ -88,8 +88,10 @@ def test_at_once_and_timeouts(backend):
         assert await b.async_wait() == 0
         cd.up()
         assert await cd.async_wait(0.02) is False
+        ev.clear()
+        assert await ev.async_wait(-1) is False  # a timeout that has passed
         with pytest.raises(ValueError):
-            await ev.async_wait(-1)
+            await ev.async_wait(float("nan"))
         return True
 
     assert asyncio.run(main())

@@ -1,0 +1,342 @@
+"""RLock owned by asyncio tasks, and Condition waited on by tasks beside
+threads: ownership, exclusion, notify between threads and tasks, time-outs,
+and cancellation that never leaves the lock unheld or a notify lost."""
+import asyncio
+import gc
+import threading
+import time
+
+import pytest
+
+import squarefree
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 20))
+
+
+# --- RLock --------------------------------------------------------------------------
+
+def test_rlock_task_reenters_and_other_task_waits():
+    lock = squarefree.RLock()
+    order = []
+
+    async def holder(entered):
+        async with lock:
+            async with lock:  # the same task: one more level
+                assert lock.acquire()  # a blocking call from the owning task reenters too
+                assert lock._recursion_count() == 3
+                entered.set()
+                await asyncio.sleep(0.05)
+                order.append("holder")
+                lock.release()
+        order.append("holder out")
+
+    async def other(entered):
+        await entered.wait()
+        assert not lock._is_owned()  # another task of the same thread does not own it
+        with pytest.raises(RuntimeError):
+            lock.release()
+        assert await lock.async_acquire(timeout=0.01) is False
+        async with lock:
+            order.append("other")
+
+    async def main():
+        entered = asyncio.Event()
+        await asyncio.gather(holder(entered), other(entered))
+
+    run(main())
+    assert order == ["holder", "holder out", "other"]
+    assert not lock._is_owned() and "unlocked" in repr(lock)
+
+
+def test_rlock_threads_and_tasks_exclude_each_other():
+    lock = squarefree.RLock()
+    inside = [0]
+    total = [0]
+
+    def bump():
+        inside[0] += 1
+        assert inside[0] == 1
+        total[0] += 1
+        inside[0] -= 1
+
+    def thread_worker():
+        for _ in range(300):
+            with lock:
+                with lock:
+                    bump()
+
+    async def task_worker():
+        for _ in range(300):
+            async with lock:
+                async with lock:
+                    bump()
+                    await asyncio.sleep(0)
+                    bump()
+
+    async def main():
+        await asyncio.gather(*(task_worker() for _ in range(3)))
+
+    threads = [threading.Thread(target=thread_worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    run(main())
+    for t in threads:
+        t.join()
+    assert total[0] == 3 * 300 + 3 * 300 * 2
+
+
+def test_rlock_cancelled_task_takes_nothing():
+    lock = squarefree.RLock()
+
+    async def main():
+        lock.acquire()  # the main task holds it
+        waiters = [asyncio.ensure_future(lock.async_acquire()) for _ in range(20)]
+        await asyncio.sleep(0.01)
+        for w in waiters[::2]:
+            w.cancel()
+        lock.release()
+        got = 0
+        for w in waiters:
+            try:
+                assert await w is True
+            except asyncio.CancelledError:
+                continue
+            got += 1
+            # the owner is the task that awaited: here that task is w, which is done,
+            # so this (main) task does not own it; release it as its owner would
+            assert not lock._is_owned()
+            lock._release_save()  # every level, whoever holds it
+        return got
+
+    assert run(main()) == 10
+    assert lock.acquire(False)
+    lock.release()
+
+
+# --- Condition ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("locktype", [squarefree.Lock, squarefree.RLock])
+def test_tasks_and_threads_notify_each_other(locktype):
+    cond = squarefree.Condition(locktype())
+    items = []
+    got = []
+
+    def thread_consumer():
+        with cond:
+            while not items:
+                cond.wait()
+            got.append(("thread", items.pop()))
+
+    async def task_consumer():
+        async with cond:
+            while not items:
+                await cond.async_wait()
+            got.append(("task", items.pop()))
+
+    async def task_producer(n):
+        for i in range(n):
+            await asyncio.sleep(0.005)
+            async with cond:
+                items.append(i)
+                cond.notify()
+
+    threads = [threading.Thread(target=thread_consumer) for _ in range(4)]
+    for t in threads:
+        t.start()
+
+    async def main():
+        await asyncio.gather(*(task_consumer() for _ in range(4)), task_producer(8))
+
+    run(main())
+    for t in threads:
+        t.join(10)
+    assert sorted(i for _, i in got) == list(range(8))
+    assert {k for k, _ in got} == {"thread", "task"} or len(got) == 8
+
+
+def test_notify_all_reaches_threads_and_tasks_of_two_loops():
+    cond = squarefree.Condition()
+    state = {"go": False}
+    woke = []
+    ready = threading.Semaphore(0)
+
+    def thread_waiter():
+        with cond:
+            ready.release()
+            cond.wait_for(lambda: state["go"], 10)
+            woke.append("thread")
+
+    async def task_waiter(tag):
+        async with cond:
+            ready.release()
+            assert await cond.async_wait_for(lambda: state["go"], 10)
+            woke.append(tag)
+
+    def loop_thread(tag):
+        async def main():
+            await asyncio.gather(*(task_waiter(tag) for _ in range(5)))
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=thread_waiter) for _ in range(5)]
+    threads += [threading.Thread(target=loop_thread, args=(t,)) for t in ("loop1", "loop2")]
+    for t in threads:
+        t.start()
+    for _ in range(15):
+        assert ready.acquire(timeout=10)
+    with cond:
+        state["go"] = True
+        cond.notify_all()
+    for t in threads:
+        t.join(10)
+    assert sorted(woke) == ["loop1"] * 5 + ["loop2"] * 5 + ["thread"] * 5
+
+
+def test_async_wait_times_out_holding_the_lock():
+    cond = squarefree.Condition(squarefree.RLock())
+
+    async def main():
+        async with cond:
+            async with cond:  # two levels, both restored after the wait
+                t0 = time.monotonic()
+                assert await cond.async_wait(0.05) is False
+                assert time.monotonic() - t0 >= 0.04
+                assert cond._is_owned() and cond._lock._recursion_count() == 2
+                assert await cond.async_wait(-1) is False  # passed already, as threading's
+        assert not cond._is_owned()
+
+    run(main())
+
+
+def test_cancelled_wait_takes_the_lock_back_without_blocking_its_loop():
+    cond = squarefree.Condition(squarefree.Lock())
+    events = []
+
+    async def waiter():
+        async with cond:
+            try:
+                await cond.async_wait()
+            except asyncio.CancelledError:
+                # the lock is held again before the cancellation goes on
+                events.append(("cancelled, lock held", cond._lock.locked()))
+                raise
+
+    async def main():
+        w = asyncio.ensure_future(waiter())
+        await asyncio.sleep(0.01)
+        async with cond:  # this task holds the lock while w is cancelled
+            w.cancel()
+            await asyncio.sleep(0.05)  # w must wait for the lock without blocking the loop
+            events.append("holder releases")
+        with pytest.raises(asyncio.CancelledError):
+            await w
+        assert not cond._lock.locked()
+
+    run(main())
+    assert events == ["holder releases", ("cancelled, lock held", True)]
+
+
+def test_notify_reaching_a_cancelled_task_goes_on():
+    for _ in range(20):  # the notified waiter is the first sleeper: cancel it each time
+        cond = squarefree.Condition()
+
+        async def main():
+            w1 = asyncio.ensure_future(waiter())
+            await asyncio.sleep(0.005)
+            w2 = asyncio.ensure_future(waiter())
+            await asyncio.sleep(0.005)
+            async with cond:
+                cond.notify(1)
+                w1.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await w1
+            return await asyncio.wait_for(w2, 5)
+
+        async def waiter():
+            async with cond:
+                return await cond.async_wait(10)
+
+        assert run(main()) is True
+
+
+def test_cancellation_at_random_points_loses_no_notify():
+    cond = squarefree.Condition()
+    items = []
+    consumed = []
+
+    async def consumer():
+        while True:
+            async with cond:
+                while not items:
+                    await cond.async_wait()
+                x = items.pop(0)
+                if x is None:
+                    return
+                consumed.append(x)
+
+    async def main():
+        import random
+        rnd = random.Random(7)
+        consumers = [asyncio.ensure_future(consumer()) for _ in range(6)]
+        for i in range(300):
+            async with cond:
+                items.append(i)
+                cond.notify()
+            if i % 10 == 0:
+                victim = consumers[rnd.randrange(len(consumers))]
+                victim.cancel()
+                try:
+                    await victim
+                except asyncio.CancelledError:
+                    pass
+                consumers.remove(victim)
+                consumers.append(asyncio.ensure_future(consumer()))
+            await asyncio.sleep(0)
+        async with cond:
+            items.extend([None] * len(consumers))
+            cond.notify_all()
+        await asyncio.gather(*consumers)
+
+    run(main())
+    assert sorted(consumed) == sorted(set(consumed))  # none twice
+    assert len(consumed) == 300  # none lost (a cancelled consumer never held an item)
+
+
+def test_async_wait_misuse_changes_nothing():
+    async def main():
+        cond = squarefree.Condition()
+        with pytest.raises(RuntimeError):
+            await cond.async_wait(0.01)  # not held
+        foreign = squarefree.Condition(threading.Lock())
+        with foreign:
+            with pytest.raises(TypeError):
+                await foreign.async_wait(0.01)
+            assert foreign._is_owned()
+        with pytest.raises(TypeError):
+            async with foreign:
+                pass
+        assert repr(cond).endswith(", 0)>")
+
+    run(main())
+
+
+def test_no_op_is_left_after_cancelled_waits():
+    cond = squarefree.Condition()
+
+    async def main():
+        for _ in range(50):
+            async def waiter():
+                async with cond:
+                    await cond.async_wait()
+            w = asyncio.ensure_future(waiter())
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            w.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await w
+
+    run(main())
+    gc.collect()
+    assert not [o for o in gc.get_objects() if type(o).__name__ == "_LoopOp"]
+    assert repr(cond).endswith(", 0)>")
