@@ -321,8 +321,10 @@ static PyObject *acquire_args(LimiterObject *self, PyObject *borrower, int block
         return NULL;
     }
     sqf_deadline deadline;
-    if (deadline_of(timeout, &deadline) < 0) return NULL;
+    int large = deadline_of(timeout, &deadline); /* as Semaphore's: negative has passed */
+    if (large < 0) return NULL;
     int r = acquire_for(self, borrower, blocking, deadline);
+    if (r == 0 && too_large(large, ETIMEDOUT) < 0) return NULL;
     return r < 0 ? NULL : PyBool_FromLong(r);
 }
 

@@ -282,8 +282,9 @@ def test_threads():
         assert lim.acquire_on_behalf_of("x", timeout=0.01) is False
         with pytest.raises(ValueError):
             lim.acquire_on_behalf_of("x", False, 1)
-        with pytest.raises(ValueError):
-            lim.acquire_on_behalf_of("x", timeout=-1)
+        assert lim.acquire_on_behalf_of("x", timeout=-1) is False  # passed, as Semaphore's
+        with pytest.raises(OverflowError):
+            lim.acquire_on_behalf_of("x", timeout=threading.TIMEOUT_MAX * 2)
         errors = []
 
         def other():  # another thread is another borrower
