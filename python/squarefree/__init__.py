@@ -54,6 +54,8 @@ __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchErro
 _LOCK, _SEM, _EVENT, _LATCH, _COUNTDOWN, _BARRIER, _RLOCK, _COND = (
     _c._KINDS[k] for k in ("lock", "sem", "event", "latch", "countdown", "barrier", "rlock", "cond"))
 
+_try = _c._try
+
 # One driver (an sqf_loop) per event loop, made on first use, stored on the
 # loop itself: the loop, its driver, the pending waits and their tasks then
 # form one cycle, which the collector can free when the loop is dropped,
@@ -89,6 +91,8 @@ def _driver(loop):
 
 async def _wait(kind, target, timeout):
     """Wait as a task of the running loop: the blocking call's value."""
+    if _try(kind, target, timeout):  # no need to wait: no loop to look up
+        return True
     loop = _running_loop()
     d = _driver(loop)
     while True:

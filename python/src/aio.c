@@ -282,6 +282,58 @@ static PyTypeObject *const aio_types[] = {
     [AK_COND] = &CondType,
 };
 
+/* _try(kind, target, timeout): the wait's value (True) if it can end now
+ * without waiting, else None.  The package calls it before it looks up
+ * the running loop and its driver, which costs far more than the try: an
+ * uncontended lock, a free permit or a set event then costs no loop at
+ * all.  It takes what it finds exactly as the op's first step would (the
+ * same trylock), so the task's result is the same.  The timeout is checked
+ * first, so bad input gets its exception whether or not the try succeeds;
+ * the other kinds always return None. */
+static PyObject *aio_try(PyObject *unused, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)unused;
+    int kind;
+    sqf_deadline deadline;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_try(kind, target, timeout)");
+        return NULL;
+    }
+    kind = PyLong_AsLong(args[0]);
+    if (kind == -1 && PyErr_Occurred()) return NULL;
+    if (kind < 0 || kind >= (int)(sizeof aio_types / sizeof aio_types[0]) ||
+        !PyObject_TypeCheck(args[1], aio_types[kind])) {
+        PyErr_SetString(PyExc_TypeError, "_try: wrong kind or object");
+        return NULL;
+    }
+    if (kind == AK_BARRIER && args[2] == Py_None) Py_RETURN_NONE; /* its own default */
+    if (deadline_of(args[2], &deadline) < 0) return NULL;
+    PyObject *t = args[1];
+    int done = 0;
+    switch (kind) {
+    case AK_LOCK:
+    case AK_RLOCK:
+        done = sqf_mutex_trylock(&((LockObject *)t)->mu) == 0;
+        break;
+    case AK_SEM:
+        done = sqf_sem_tryacquire(&((SemObject *)t)->s) == 0;
+        break;
+    case AK_EVENT:
+        done = sqf_event_is_set(&((EventObject *)t)->ev);
+        break;
+    default:
+        break;
+    }
+    if (done) Py_RETURN_TRUE;
+    Py_RETURN_NONE;
+}
+
+PyMethodDef aio_functions[] = {
+    {"_try", (PyCFunction)(void (*)(void))aio_try, METH_FASTCALL,
+     "_try(kind, target, timeout)\n\nEnd a task's wait now if it need not wait: True, else "
+     "None (internal)."},
+    {NULL, NULL, 0, NULL}};
+
 /* The kinds, as the package names them: _c._KINDS["lock"] and so on. */
 static const char *const aio_kind_names[] = {
     [AK_LOCK] = "lock",

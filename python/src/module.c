@@ -12,7 +12,8 @@ void plain_dealloc(PyObject *self)
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, .m_name = "squarefree._squarefree",
-    .m_doc = "squarefree's primitives for CPython (see the squarefree package).", .m_size = -1};
+    .m_doc = "squarefree's primitives for CPython (see the squarefree package).", .m_size = -1,
+    .m_methods = aio_functions};
 
 PyMODINIT_FUNC PyInit__squarefree(void)
 {

@@ -182,6 +182,7 @@ int queue_init(PyObject *m);
 /* The asyncio driver (aio.c): aio_init adds _KINDS, the kinds of wait
  * _LoopDriver.start knows by name, to the module m at import. */
 int aio_init(PyObject *m);
+extern PyMethodDef aio_functions[]; /* the module's functions: _try */
 
 /* BinarySemaphore and BoundedBinarySemaphore (binsem.c): Semaphore's
  * subtypes, so a task waits on them as on a Semaphore (AK_SEM). */

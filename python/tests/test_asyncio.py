@@ -92,6 +92,18 @@ def test_at_once_and_timeouts(backend):
         assert await ev.async_wait(-1) is False  # a timeout that has passed
         with pytest.raises(ValueError):
             await ev.async_wait(float("nan"))
+        # A wait that need not wait still checks its timeout (it ends before the loop is
+        # looked up), and takes nothing when the timeout is bad.
+        ev.set()
+        for bad, exc in [(float("nan"), ValueError), ("1", TypeError)]:
+            with pytest.raises(exc):
+                await ev.async_wait(bad)
+            with pytest.raises(exc):
+                await lock.async_acquire(bad)
+            assert not lock.locked()
+            with pytest.raises(exc):
+                await sem.async_acquire(bad)
+            assert sem.value == 1
         return True
 
     assert asyncio.run(main())
