@@ -55,8 +55,13 @@
  * when it is not queued on the futex, and let P be the wake-ups that
  * releases have decided on but not yet sent.  Then always
  *     awake + P >= min(value, awake + queued).
- * A release of n finding w = awake + queued adds n to the value and
- * min(n, w) to P, which keeps it.  A wake of k moves min(k, queued) from
+ * A release of n finding the value v and w = awake + queued adds n to the
+ * value and min(n, w - v) to P (nothing if w <= v), which keeps it: the
+ * right side grows by min(n, w - v) when w > v, and not at all when
+ * w <= v.  So a release wakes only the waiters that the permits already
+ * there do not cover: while a woken waiter has not yet taken its permit,
+ * the releases that follow (the producer of a queue feeding a consumer
+ * that has not run yet) make no system call.  A wake of k moves min(k, queued) from
  * queued to awake and takes k from P: if k > queued, nobody is left queued
  * and the right side is at most awake.  Taking a permit takes one from
  * both sides (for an awake counted thread) or from the right side only (a
@@ -142,6 +147,15 @@ static inline uint32_t sem_value(uint64_t st)
 static inline uint32_t sem_waiters(uint64_t st)
 {
     return (uint32_t)(st >> 32);
+}
+
+/* The wake-ups a release of n owes, from the word just before its add:
+ * the counted waiters that the permits already there do not cover, at most
+ * n (see "Why that suffices" at the top). */
+static inline uint32_t sem_owed(uint64_t st, unsigned n)
+{
+    uint32_t w = sem_waiters(st), v = sem_value(st);
+    return w <= v ? 0 : (n < w - v ? n : w - v);
 }
 
 /* The bound encoded in a `max` word: its low 31 bits, 0 meaning the largest. */
@@ -313,10 +327,11 @@ int sqf_sem_release_slow_(sqf_sem *s, unsigned n)
         uint32_t v = sem_value(st);
         if (v > bound || n > bound - v) return EOVERFLOW;
     } while (!at_cas64(state, &st, st + n, REL)); /* REL: the permits' release */
-    /* From here on *s may be gone.  st is the word just before our add: its
-     * waiter count is everyone a wake-up might be owed to. */
-    uint32_t w = sem_waiters(st);
-    if (w != 0) sqf_wake(futex, (int)(n < w ? n : w), (m & SEM_SHARED) != 0);
+    /* From here on *s may be gone.  st is the word just before our add: the
+     * waiters its permits do not already cover are everyone a wake-up might
+     * be owed to (see the top). */
+    uint32_t k = sem_owed(st, n);
+    if (k != 0) sqf_wake(futex, (int)k, (m & SEM_SHARED) != 0);
     return 0;
 }
 

@@ -72,11 +72,13 @@
  * value until it is non-zero.
  *
  * Wake-ups: release(n) makes at most one kernel call, a FUTEX_WAKE of
- * min(n, waiters), so handing n permits to n sleepers costs the releaser
- * O(1) system calls and the n threads O(n) wake-ups in total; it never
- * wakes more threads than it adds permits.  A release that finds nobody in
- * a blocking acquire makes no system call, nor does an acquire that finds a
- * permit.  A woken thread that loses its permit to a barger goes back to
+ * min(n, waiters - value), so handing n permits to n sleepers costs the
+ * releaser O(1) system calls and the n threads O(n) wake-ups in total; it
+ * never wakes more threads than it adds permits.  A release that finds
+ * nobody in a blocking acquire makes no system call, nor does one that
+ * finds at least as many permits as waiters (those waiters were woken for
+ * the permits already there, and take them when they run), nor an acquire
+ * that finds a permit.  A woken thread that loses its permit to a barger goes back to
  * sleep; each permit causes at most one such futile wake-up.  A waiter
  * leaves (timed out, or with a permit) in the same atomic step in which it
  * last looks at the value, so it can never leave a permit behind that its
@@ -242,10 +244,11 @@ static inline int sqf_sem_release(sqf_sem *s, unsigned n)
         if (SQF_LIKELY(n - 1u < bound && v <= bound - n) &&
             atomic_compare_exchange_strong_explicit(&s->state, &st, st + n, memory_order_release,
                                                     memory_order_relaxed)) {
-            /* The waiter count as of our add: see sem.c. */
+            /* The waiters that the permits already there do not cover, as
+             * of our add: see sem.c. */
             uint32_t w = (uint32_t)(st >> 32);
-            if (SQF_LIKELY(w == 0)) return 0;
-            sqf_sem_wake_(s, n < w ? n : w, (int)(m >> 31)); /* uses only the address s */
+            if (SQF_LIKELY(w <= v)) return 0;
+            sqf_sem_wake_(s, n < w - v ? n : w - v, (int)(m >> 31)); /* only the address s */
             return 0;
         }
     }
