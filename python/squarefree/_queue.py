@@ -14,7 +14,7 @@ import time as _time
 import types as _types
 from queue import Empty, Full
 
-from . import _COUNTDOWN, _SEM, _wait
+from . import _COUNTDOWN, _SEM, _try, _wait
 from . import _squarefree as _c
 
 __all__ = ["Empty", "Full", "LifoQueue", "PriorityQueue", "Queue", "QueueShutDown",
@@ -114,8 +114,9 @@ class Queue(_c._QueueCore):
         event loop.  Cancelled while it waits, it has put nothing."""
         if not block:
             return self.put(item, False)
-        slots = self._put_slots(timeout)
-        if slots is not None and not await _wait(_SEM, slots, timeout):
+        slots = self._put_slots(timeout)  # (checks the timeout)
+        if slots is not None and not (_try(_SEM, slots, None)
+                                      or await _wait(_SEM, slots, timeout)):
             raise Full
         self._insert(item, slots)
 
@@ -128,7 +129,10 @@ class Queue(_c._QueueCore):
         deadline = _deadline(block, timeout)
         self._check_closed()
         while True:
-            if not await _wait(_SEM, self._items, _left(deadline)):
+            # A free item is taken without a coroutine or the loop (_try), as
+            # _wait's own first step would take it.
+            if not (_try(_SEM, self._items, None)
+                    or await _wait(_SEM, self._items, _left(deadline))):
                 raise Empty
             item = self._take()
             if item is not _STALE:
