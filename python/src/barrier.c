@@ -178,7 +178,10 @@ static PyMethodDef Barrier_methods[] = {
      "wait(timeout=None) -> int\n\nArrive and sleep until all parties have arrived; return "
      "this arrival's index (0 .. parties-1; the last runs the action). A time-out (the "
      "Barrier's default timeout if None) breaks the barrier; BrokenBarrierError if it is "
-     "or becomes broken."},
+     "or becomes broken. Any other stop breaks it too, unlike threading's, which withdraws "
+     "the arrival: a signal handler's exception (KeyboardInterrupt) and OverflowError for "
+     "a timeout past TIMEOUT_MAX leave the barrier broken (a stopped party breaks it, as "
+     "the C library's barrier and a cancelled task's arrival do)."},
     {"reset", (PyCFunction)Barrier_reset, METH_VARARGS,
      "Return the barrier to its initial, unbroken state; threads waiting on it get "
      "BrokenBarrierError."},
