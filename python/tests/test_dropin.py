@@ -439,3 +439,32 @@ def test_overflowing_barrier_wait_breaks_the_barrier():
     with pytest.raises(OverflowError):
         b.wait(threading.TIMEOUT_MAX * 2)
     assert b.broken
+
+
+# --- cycles ----------------------------------------------------------------------------
+
+def test_cycles_through_a_condition_or_a_barrier_are_collected():
+    """A lock that refers to its Condition, an action that refers to its
+    Barrier: the collector frees them, as it frees threading's."""
+    class Holder:
+        def __init__(self):
+            self.lock = threading.RLock()
+            self.cond = sf.Condition(self)  # self is the lock: a cycle
+            self.barrier = sf.Barrier(1, action=self.step)
+
+        def acquire(self, *args):
+            return self.lock.acquire(*args)
+
+        def release(self):
+            self.lock.release()
+
+        def step(self):
+            pass
+
+    h = Holder()
+    with h.cond:
+        assert h.barrier.wait(1) == 0
+    refs = [weakref.ref(h), weakref.ref(h.cond), weakref.ref(h.barrier)]
+    del h
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]
