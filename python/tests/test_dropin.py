@@ -468,3 +468,68 @@ def test_cycles_through_a_condition_or_a_barrier_are_collected():
     del h
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
+
+
+def test_condition_over_threading_rlock_held_twice():
+    """Over threading's RLock, wait() releases every level (the lock's
+    _release_save), lets the notifier in, and restores them."""
+    r = threading.RLock()
+    c = sf.Condition(r)
+    took = []
+
+    def notifier():
+        took.append(r.acquire(timeout=5))
+        if took[0]:
+            c.notify()
+            r.release()
+
+    with c, c:
+        t = threading.Thread(target=notifier)
+        t.start()
+        assert c.wait(5) is True
+        r.release()  # two levels are back: one release leaves it held
+        assert r._is_owned()
+        r.acquire()
+    assert not r._is_owned()
+    t.join()
+    assert took == [True]
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+@pytest.mark.parametrize("raises", [True, False], ids=["raises", "returns"])
+def test_signal_in_a_condition_wait_over_any_lock(raises):
+    """Over a lock that is not squarefree's: a handler that raises stops
+    the wait with the lock held again; one that returns is no wake-up."""
+    def handler(signum, frame):
+        if raises:
+            raise Interrupted
+
+    lock = threading.Lock()
+    c = sf.Condition(lock)
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        with c:
+            signal.setitimer(signal.ITIMER_REAL, 0.02)
+            begin = time.monotonic()
+            if raises:
+                with pytest.raises(Interrupted):
+                    c.wait(5)
+                assert time.monotonic() - begin < 2
+            else:
+                assert c.wait(0.3) is False
+                assert time.monotonic() - begin >= 0.25
+            assert lock.locked()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert not lock.locked()
+    with c:  # nothing left behind: a notification still reaches a waiter
+        t = threading.Thread(target=lambda: (lock.acquire(), c.notify(), lock.release()))
+        t.start()
+        assert c.wait(5) is True
+    t.join()
