@@ -1,9 +1,10 @@
 """squarefree: synchronization primitives that never meet the square.
 
 Drop-in for threading's Lock, RLock, Condition, Event, Semaphore,
-BoundedSemaphore and Barrier, and the seed's cures for the square: Latch
-(start n threads, wake them with one call) and CountdownEvent (a count that
-many threads move and wait on).  A wake-all is one system call whatever the
+BoundedSemaphore and Barrier (CPython's Lib/test/lock_tests.py passes on
+them; the README lists the few differences), and the seed's cures for
+the square: Latch (start n threads, wake them with one call) and
+CountdownEvent (a count that many threads move and wait on).  A wake-all is one system call whatever the
 number of waiters; every blocking call releases the GIL while it sleeps and
 is interrupted by a signal handler that raises (Ctrl-C) in the main thread,
 leaving nothing taken.
@@ -15,12 +16,15 @@ in any number of threads.  A task's wait costs no thread: each event loop
 gets one squarefree loop (an io_uring ring whose futex waits sit in the
 same kernel queues as sleeping threads, or the portable fallback), watched
 with ``loop.add_reader``.  Cancelling a waiting task (``task.cancel()``,
-``asyncio.timeout``) takes nothing: a lock or permit that reached it as it
-was cancelled is given back.  Do not call a blocking method (``acquire()``,
-``wait()``) on an event loop's own thread: it blocks the loop, and the
-tasks that would release it with it.  An RLock taken by a task is owned
-by that task (another task of the same loop waits for it), and a
-Condition's tasks wait with ``await cond.async_wait()`` beside its
+``asyncio.timeout``) takes nothing, and is final when the task sees its
+CancelledError: a lock or permit that reached it as it was cancelled is
+given back, and a barrier arrival is over (it broke the barrier, as a
+time-out does, unless its phase had passed).  A negative timeout has
+passed, for a task as for a thread.  Do not call a blocking method
+(``acquire()``, ``wait()``) on an event loop's own thread: it blocks the
+loop, and the tasks that would release it with it.  An RLock taken by a
+task is owned by that task (another task of the same loop waits for it),
+and a Condition's tasks wait with ``await cond.async_wait()`` beside its
 threads.  Once is for threads only.
 
 Queue, LifoQueue, PriorityQueue and SimpleQueue are queue's, for threads
@@ -263,7 +267,8 @@ its event loop's thread."""
 
     async def async_wait(self, timeout=None):
         """As wait(), for a task: the arrival index; BrokenBarrierError if
-        the barrier is or becomes broken (a time-out breaks it)."""
+        the barrier is or becomes broken (a time-out breaks it, and so does
+        cancelling the task while it waits, unless its phase has passed)."""
         return await _wait(_BARRIER, self, timeout)
 
     def reset(self):

@@ -32,8 +32,27 @@ static int Barrier_init(BarrierObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
+/* The action may refer back to the barrier (a bound method of an object
+ * holding it): the collector sees the references.  Nothing waits on a
+ * barrier that is garbage (a wait holds a reference); a cleared barrier
+ * reads as not initialised. */
+static int Barrier_traverse(BarrierObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->action);
+    Py_VISIT(self->timeout);
+    return 0;
+}
+
+static int Barrier_clear(BarrierObject *self)
+{
+    Py_CLEAR(self->action);
+    Py_CLEAR(self->timeout);
+    return 0;
+}
+
 static void Barrier_dealloc(BarrierObject *self)
 {
+    PyObject_GC_UnTrack(self);
     if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
     Py_XDECREF(self->action);
     Py_XDECREF(self->timeout);
@@ -47,6 +66,7 @@ void barrier_action(void *arg)
 {
     struct barrier_call *call = arg;
     BarrierObject *self = call->self;
+    if (!self->action) return; /* cleared by the collector (Barrier_clear) */
     self->runner = PyThread_get_thread_ident();
     PyObject *r = PyObject_CallNoArgs(self->action);
     self->runner = 0;
@@ -178,7 +198,10 @@ static PyMethodDef Barrier_methods[] = {
      "wait(timeout=None) -> int\n\nArrive and sleep until all parties have arrived; return "
      "this arrival's index (0 .. parties-1; the last runs the action). A time-out (the "
      "Barrier's default timeout if None) breaks the barrier; BrokenBarrierError if it is "
-     "or becomes broken."},
+     "or becomes broken. Any other stop breaks it too, unlike threading's, which withdraws "
+     "the arrival: a signal handler's exception (KeyboardInterrupt) and OverflowError for "
+     "a timeout past TIMEOUT_MAX leave the barrier broken (a stopped party breaks it, as "
+     "the C library's barrier and a cancelled task's arrival do)."},
     {"reset", (PyCFunction)Barrier_reset, METH_VARARGS,
      "Return the barrier to its initial, unbroken state; threads waiting on it get "
      "BrokenBarrierError."},
@@ -196,7 +219,9 @@ static PyGetSetDef Barrier_getset[] = {
 PyTypeObject BarrierType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Barrier",
     .tp_basicsize = sizeof(BarrierObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Barrier_traverse,
+    .tp_clear = (inquiry)Barrier_clear,
     .tp_doc = "Barrier(parties, action=None, timeout=None)\n\nA cyclic barrier, as "
               "threading.Barrier: each phase waits for `parties` threads, the last to arrive "
               "runs action() and releases all of them with one system call.",

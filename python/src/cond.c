@@ -33,8 +33,25 @@ static int Cond_init(CondObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
+/* A lock may refer back to its condition (a class of the user's holding
+ * both): the collector sees the reference.  Nothing waits on a condition
+ * that is garbage (a wait holds a reference), and every method checks for
+ * a cleared lock. */
+static int Cond_traverse(CondObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->lock);
+    return 0;
+}
+
+static int Cond_clear(CondObject *self)
+{
+    Py_CLEAR(self->lock);
+    return 0;
+}
+
 static void Cond_dealloc(CondObject *self)
 {
+    PyObject_GC_UnTrack(self);
     if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
     Py_XDECREF(self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -366,7 +383,9 @@ static PyGetSetDef Cond_getset[] = {
 PyTypeObject CondType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._Condition",
     .tp_basicsize = sizeof(CondObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Cond_traverse,
+    .tp_clear = (inquiry)Cond_clear,
     .tp_doc = "The C part of squarefree.Condition.",
     .tp_weaklistoffset = offsetof(CondObject, weakrefs),
     .tp_repr = (reprfunc)Cond_repr,
