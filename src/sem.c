@@ -30,13 +30,15 @@
  *    returns the count.  Whichever of the two comes later in that order
  *    sees the other: the acquirer finds the permit (and takes it in the
  *    same step instead of counting itself), or the release finds the
- *    acquirer counted (and wakes).  No ordering stronger than
- *    acquire/release is needed for that.  The futex contract (src/wait.h)
- *    closes the rest: sqf_wait sleeps only if the value is still 0 when the
- *    thread is queued, so a wake sent after the add cannot miss it.  A
- *    release wakes min(n, waiters) threads.  `waiters` is never less than
- *    the number of threads queued on the futex, so this wakes every sleeper
- *    or n of them, whichever is fewer; counting a thread that is not asleep
+ *    acquirer counted (and wakes, unless earlier releases left permits
+ *    enough for every counted thread and woke them for those permits: see
+ *    "Why that suffices").  No ordering stronger than acquire/release is
+ *    needed for that.  The futex contract (src/wait.h) closes the rest:
+ *    sqf_wait sleeps only if the value is still 0 when the thread is
+ *    queued, so a wake sent after the add cannot miss it.  A release wakes
+ *    min(n, waiters - value) threads, none if the value was at least the
+ *    waiters.  `waiters` is never less than the number of threads queued
+ *    on the futex; counting a thread that is not asleep (or a dead process)
  *    only makes a wake-up find nobody.
  *
  * Nobody leaves with a wake-up that a permit needs.  FUTEX_WAKE dequeues
