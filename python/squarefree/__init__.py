@@ -19,8 +19,9 @@ with ``loop.add_reader``.  Cancelling a waiting task (``task.cancel()``,
 ``asyncio.timeout``) takes nothing, and is final when the task sees its
 CancelledError: a lock or permit that reached it as it was cancelled is
 given back, and a barrier arrival is over (it broke the barrier, as a
-time-out does, unless its phase had passed).  A negative timeout has
-passed, for a task as for a thread.  Do not call a blocking method
+time-out does, unless its phase had passed).  A task's negative timeout
+has passed (None waits for ever), as a thread's does everywhere but in
+Lock.acquire and RLock.acquire, which keep threading's -1 for ever.  Do not call a blocking method
 (``acquire()``, ``wait()``) on an event loop's own thread: it blocks the
 loop, and the tasks that would release it with it.  An RLock taken by a
 task is owned by that task (another task of the same loop waits for it),
@@ -38,6 +39,7 @@ ResourceGuard.
 import sys as _sys
 import time as _time
 import weakref as _weakref
+from _thread import _local as _threading_local
 
 from . import _squarefree as _c
 from ._squarefree import (BoundedSemaphore as _BoundedSemaphore, BrokenBarrierError,
@@ -126,18 +128,41 @@ async def _cond_wait(cond, timeout):
     op = r
     try:
         return await op.future
-    except GeneratorExit:  # closed without its loop: only here can the wait end
-        op.abandon()
+    except GeneratorExit:
+        _cond_orphan(op, cond)
         raise
     except BaseException:
         while op.pending:
             try:
                 await op.rearm(loop)
+            except GeneratorExit:
+                _cond_orphan(op, cond)
+                raise
             except BaseException:  # cancelled again: the lock is still to come
                 pass
         if op.result == 0:  # a notify reached this task as it left: pass it on
             cond._pass_on()
         raise
+
+
+def _cond_orphan(op, cond):
+    """The waiting coroutine is closed without its loop (the loop was
+    closed, or the collector finalises the task): it can wait for nothing,
+    and whoever holds the lock may be a task that will never run.  A wait
+    still pending is orphaned: its op releases the lock when it takes it
+    back (if its loop is ever dispatched again) and passes on a notify it
+    consumed.  Then async_wait and the Condition's ``async with``, which
+    the same close() unwinds next in this thread (each level of a closed
+    coroutine chain gets a GeneratorExit of its own, so the exception cannot
+    carry the news), neither restore nor release a lock the task does not
+    hold: _orphaned.cond says so until that ``async with`` has seen it."""
+    if op.orphan():
+        _orphaned.cond = cond
+    elif op.result == 0:
+        cond._pass_on()
+
+
+_orphaned = _threading_local()
 
 
 class Lock(_Lock):
@@ -344,6 +369,9 @@ class Condition(_Condition):
             raise TypeError("async with needs a Condition over a squarefree Lock or RLock")
 
     async def __aexit__(self, exc_type, exc, tb):
+        if isinstance(exc, GeneratorExit) and getattr(_orphaned, "cond", None) is self:
+            _orphaned.cond = None  # a wait orphaned as its coroutine was closed: not held
+            return
         self.release()
 
     async def async_wait(self, timeout=None):
@@ -356,6 +384,10 @@ class Condition(_Condition):
         state = self._task_wait_begin()
         try:
             return await _cond_wait(self, timeout)
+        except GeneratorExit:
+            if getattr(_orphaned, "cond", None) is self:
+                state = None  # orphaned: the lock is not this task's any more
+            raise
         finally:
             self._task_wait_end(state)
 

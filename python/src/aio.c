@@ -68,11 +68,13 @@ typedef struct {
     PyObject_HEAD sqf_loop_op op; /* never moves: Python objects stay put */
     DriverObject *driver;
     PyObject *target; /* the primitive's object: kept alive while the op lives */
+    PyObject *lock;   /* a cond wait's lock, whose mutex the op takes back: kept too */
     PyObject *future; /* NULL until the op is pending */
     int kind;
     int pending;              /* the callback has yet to run */
     int result;               /* its result, once it ran */
     int abandoned;            /* the task gave up: a 0 result is given back */
+    int orphaned;             /* a cond wait whose coroutine was closed (see orphan()) */
     unsigned index;           /* a barrier's arrival index */
     struct barrier_call call; /* a barrier's action */
 } AOpObject;
@@ -218,7 +220,13 @@ static void aop_done(sqf_loop_op *op, int r, void *arg)
         }
     }
     PyErr_Restore(type, exc, tb);
-    if (o->abandoned) {
+    if (o->orphaned) {
+        /* The cond op took the mutex back for a coroutine that is gone: free
+         * it, and pass on a notify it consumed. */
+        CondObject *c = (CondObject *)o->target;
+        if (r == 0 && c->waiting) sqf_cond_signal(&c->c);
+        sqf_mutex_unlock(&((LockObject *)o->lock)->mu);
+    } else if (o->abandoned) {
         if (r == 0) aop_undo(o);
         if (PyErr_Occurred()) PyErr_WriteUnraisable(o->target); /* nobody to raise it in */
     } else {
@@ -239,8 +247,8 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
         return sqf_loop_mutex_lock(l, &o->op, &((LockObject *)t)->mu, deadline, NULL, aop_done, o);
     case AK_COND: {
         CondObject *c = (CondObject *)t;
-        if (!c->lock || !c->fast) return EINVAL;
-        return sqf_loop_cond_wait(l, &o->op, &c->c, &((LockObject *)c->lock)->mu, deadline, NULL,
+        if (!o->lock || !c->fast) return EINVAL;
+        return sqf_loop_cond_wait(l, &o->op, &c->c, &((LockObject *)o->lock)->mu, deadline, NULL,
                                   aop_done, o);
     }
     case AK_SEM:
@@ -402,11 +410,13 @@ static PyObject *Driver_start(DriverObject *self, PyObject *args)
     if (!o) return NULL;
     o->driver = (DriverObject *)Py_NewRef(self);
     o->target = Py_NewRef(target);
+    o->lock = kind == AK_COND ? Py_XNewRef(((CondObject *)target)->lock) : NULL;
     o->future = NULL;
     o->kind = kind;
     o->pending = 0;
     o->result = 0;
     o->abandoned = 0;
+    o->orphaned = 0;
     o->index = 0;
     o->call.self = NULL;
     o->call.raised = 0;
@@ -443,6 +453,7 @@ static void AOp_dealloc(AOpObject *o)
     PyObject_GC_UnTrack(o);
     Py_XDECREF(o->future);
     Py_XDECREF(o->target);
+    Py_XDECREF(o->lock);
     Py_XDECREF(o->driver);
     PyObject_GC_Del(o);
 }
@@ -451,6 +462,7 @@ static int AOp_traverse(AOpObject *o, visitproc visit, void *arg)
 {
     Py_VISIT(o->future);
     Py_VISIT(o->target);
+    Py_VISIT(o->lock);
     Py_VISIT(o->driver);
     return 0;
 }
@@ -495,6 +507,29 @@ static PyObject *AOp_rearm(AOpObject *o, PyObject *aloop)
     return Py_NewRef(future);
 }
 
+/* op.orphan(): a cond wait's coroutine is closed without its loop (the
+ * loop was closed, or the collector finalises the task), so it can
+ * neither wait for the mutex to come back nor hold it afterwards; and
+ * draining here would wait for ever if the mutex's holder is another task
+ * that will never run.  A pending op is cancelled and marked: when its
+ * callback runs (if its loop is ever dispatched again), it releases the
+ * mutex it took back and passes on a notify it consumed.  True if so (the
+ * caller does not hold the lock); False if the op had ended already (the
+ * caller holds the lock, as after any wait). */
+static PyObject *AOp_orphan(AOpObject *o, PyObject *unused)
+{
+    (void)unused;
+    if (o->kind != AK_COND) {
+        PyErr_SetString(PyExc_TypeError, "_LoopOp.orphan: not a cond wait");
+        return NULL;
+    }
+    if (!o->pending) Py_RETURN_FALSE;
+    o->abandoned = 1;
+    o->orphaned = 1;
+    sqf_loop_cancel(o->driver->loop, &o->op);
+    Py_RETURN_TRUE;
+}
+
 static PyObject *AOp_pending(AOpObject *o, void *closure)
 {
     (void)closure;
@@ -523,6 +558,9 @@ static PyMethodDef AOp_methods[] = {
     {"abandon", (PyCFunction)AOp_abandon, METH_NOARGS,
      "The awaiting task gave up: cancel the wait, dispatch until it is over, and give back "
      "what it took."},
+    {"orphan", (PyCFunction)AOp_orphan, METH_NOARGS,
+     "A cond wait's coroutine is closed without its loop: cancel the wait, and release the "
+     "mutex when it comes back. True if the wait was still pending."},
     {"rearm", (PyCFunction)AOp_rearm, METH_O,
      "rearm(loop)\n\nThe awaiting task was cancelled: cancel the wait, and return a new "
      "future that resolves when the wait is over (the loop keeps running)."},

@@ -21,6 +21,10 @@ static int Cond_init(CondObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"lock", NULL};
     PyObject *lock = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Condition", kwlist, &lock)) return -1;
+    if (self->lock) { /* waiters may be asleep on the lock's mutex and this cond */
+        PyErr_SetString(PyExc_RuntimeError, "Condition.__init__ called twice");
+        return -1;
+    }
     if (lock == Py_None) {
         lock = PyObject_CallNoArgs((PyObject *)&RLockType);
         if (!lock) return -1;
@@ -228,10 +232,12 @@ static PyObject *Cond_task_wait_end(CondObject *self, PyObject *state)
 {
     unsigned long count, owner;
     if (!self->lock || !self->fast) return raise_errno(EINVAL, "Condition not initialised");
-    if (!PyArg_ParseTuple(state, "kk:_task_wait_end", &count, &owner)) return NULL;
-    LockObject *l = (LockObject *)self->lock;
-    l->count = count;
-    l->owner = owner;
+    if (state != Py_None) { /* None: the task does not hold the lock again (orphaned) */
+        if (!PyArg_ParseTuple(state, "kk:_task_wait_end", &count, &owner)) return NULL;
+        LockObject *l = (LockObject *)self->lock;
+        l->count = count;
+        l->owner = owner;
+    }
     self->waiting--;
     Py_RETURN_NONE;
 }
@@ -366,7 +372,8 @@ static PyMethodDef Cond_methods[] = {
      "A task's wait, first half: check the lock is held, hand its levels to the wait; the "
      "state for _task_wait_end."},
     {"_task_wait_end", (PyCFunction)Cond_task_wait_end, METH_O,
-     "_task_wait_end(state)\n\nA task's wait, second half: the lock's levels back."},
+     "_task_wait_end(state)\n\nA task's wait, second half: the lock's levels back (None: "
+     "the wait was orphaned, and the task does not hold the lock)."},
     {"_pass_on", (PyCFunction)Cond_pass_on, METH_NOARGS,
      "Signal one waiter, for a task that was notified as it was cancelled."},
     {"_at_fork_reinit", (PyCFunction)Cond_at_fork_reinit, METH_NOARGS,

@@ -124,6 +124,7 @@ typedef struct {
     PyObject_HEAD sqf_mutex mu;
     unsigned long owner; /* RLock: the holder's thread ident, or 0 */
     unsigned long count; /* RLock: its recursion depth */
+    int initialised;     /* __init__ ran: a second call is refused */
     PyObject *weakrefs;
 } LockObject;
 

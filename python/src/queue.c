@@ -236,6 +236,10 @@ static int Q_init(QueueObject *q, PyObject *args, PyObject *kw)
     PyObject *maxsize_obj = NULL;
     Py_ssize_t maxsize = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Queue", kwlist, &maxsize_obj)) return -1;
+    if (q->items) { /* getters and putters may be asleep on its semaphores */
+        PyErr_SetString(PyExc_RuntimeError, "Queue.__init__ called twice");
+        return -1;
+    }
     if (!maxsize_obj) maxsize_obj = Zero;
     if (capacity_of(maxsize_obj, &maxsize) < 0) return -1;
     PyObject *r = PyObject_CallMethodOneArg((PyObject *)q, str_init, maxsize_obj);

@@ -340,3 +340,67 @@ def test_no_op_is_left_after_cancelled_waits():
     gc.collect()
     assert not [o for o in gc.get_objects() if type(o).__name__ == "_LoopOp"]
     assert repr(cond).endswith(", 0)>")
+
+
+# --- a waiting coroutine closed without its loop ------------------------------------------
+
+def _waiter_and_holder(cond):
+    """A task waiting in async_wait, and another task of the same loop
+    holding the lock and suspended; the loop is returned stopped."""
+    async def waiter():
+        async with cond:
+            await cond.async_wait()
+
+    async def holder(entered):
+        async with cond:
+            entered.set()
+            await asyncio.sleep(3600)
+
+    loop = asyncio.new_event_loop()
+    ta = loop.create_task(waiter())
+    loop.run_until_complete(asyncio.sleep(0.02))
+    entered = asyncio.Event()
+    tb = loop.create_task(holder(entered))
+    loop.run_until_complete(entered.wait())
+    return loop, ta, tb
+
+
+def test_collected_waiter_neither_hangs_nor_releases_the_holders_lock():
+    # (Over an RLock, the collected holder could not release it either: a task's
+    # coroutine finalised outside its loop is no longer the running task that owns it.)
+    cond = squarefree.Condition(squarefree.Lock())
+    loop, ta, tb = _waiter_and_holder(cond)
+    loop.close()
+    del loop, ta, tb
+    unraisable = []
+    import sys
+    old, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        gc.collect()  # closes both coroutines: the waiter's first; it must not wait
+    finally:
+        sys.unraisablehook = old
+    assert not [u for u in unraisable if isinstance(u.exc_value, RuntimeError)], unraisable
+    assert not cond._lock.locked()
+
+
+def test_closed_while_taking_the_lock_back_keeps_exclusion():
+    cond = squarefree.Condition(squarefree.Lock())
+    loop, ta, tb = _waiter_and_holder(cond)
+    ta.cancel()  # the waiter now waits to take the lock back, which the holder has
+    loop.run_until_complete(asyncio.sleep(0.02))
+    ta.get_coro().close()  # ... and is closed meanwhile
+    assert cond._lock.locked()  # still the holder's: the closed waiter released nothing
+    tb.cancel()
+    loop.run_until_complete(asyncio.sleep(0.02))
+    assert tb.cancelled()  # the holder's own release worked
+    loop.run_until_complete(asyncio.sleep(0.02))  # the orphaned wait ends, and lets go
+    assert cond._lock.acquire(timeout=2)
+    cond._lock.release()
+    loop.close()
+
+
+def test_init_twice_is_refused():
+    for obj in (squarefree.Lock(), squarefree.RLock(), squarefree.Condition(),
+                squarefree.Queue()):
+        with pytest.raises(RuntimeError):
+            obj.__init__()
