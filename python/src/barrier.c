@@ -12,6 +12,7 @@ static int Barrier_init(BarrierObject *self, PyObject *args, PyObject *kw)
     PyObject *action = Py_None, *timeout = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "L|OO:Barrier", kwlist, &parties, &action, &timeout))
         return -1;
+    if (init_once(self->timeout != NULL, (PyObject *)self) < 0) return -1; /* set by init */
     if (parties < 1 || parties > SQF_BARRIER_MAX) {
         PyErr_Format(PyExc_ValueError, "parties must be between 1 and %u", SQF_BARRIER_MAX);
         return -1;

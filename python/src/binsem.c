@@ -11,6 +11,7 @@ static int BinSem_init(SemObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"value", NULL};
     long long value = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|L:BinarySemaphore", kwlist, &value)) return -1;
+    if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     if (value != 0 && value != 1) {
         PyErr_SetString(PyExc_ValueError, "binary semaphore initial value must be 0 or 1");
         return -1;
@@ -22,6 +23,7 @@ static int BinSem_init(SemObject *self, PyObject *args, PyObject *kw)
         raise_errno(e, "semaphore init failed");
         return -1;
     }
+    self->initialised = 1;
     return 0;
 }
 

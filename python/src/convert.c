@@ -111,3 +111,10 @@ int count_arg(PyObject *arg, unsigned long max, unsigned *out, const char *what)
     *out = (unsigned)v;
     return 0;
 }
+
+int init_once(int initialised, PyObject *self)
+{
+    if (!initialised) return 0;
+    PyErr_Format(PyExc_RuntimeError, "%s.__init__ called twice", Py_TYPE(self)->tp_name);
+    return -1;
+}

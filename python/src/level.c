@@ -6,7 +6,9 @@ static int Event_init(EventObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kw, ":Event", kwlist)) return -1;
+    if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     sqf_event_init(&self->ev, SQF_PRIVATE);
+    self->initialised = 1;
     return 0;
 }
 
@@ -89,11 +91,13 @@ static int Latch_init(LatchObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"count", NULL};
     long long count;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "L:Latch", kwlist, &count)) return -1;
+    if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     if (count < 0 || count > SQF_LATCH_MAX) {
         PyErr_Format(PyExc_ValueError, "count must be between 0 and %u", SQF_LATCH_MAX);
         return -1;
     }
     sqf_latch_init(&self->l, (unsigned)count, SQF_PRIVATE);
+    self->initialised = 1;
     return 0;
 }
 
@@ -187,11 +191,13 @@ static int Countdown_init(CountdownObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"value", NULL};
     long long value = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|L:CountdownEvent", kwlist, &value)) return -1;
+    if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     if (value < 0 || value > SQF_COUNTDOWN_MAX) {
         PyErr_Format(PyExc_ValueError, "value must be between 0 and %u", SQF_COUNTDOWN_MAX);
         return -1;
     }
     sqf_countdown_init(&self->c, (unsigned)value, SQF_PRIVATE);
+    self->initialised = 1;
     return 0;
 }
 

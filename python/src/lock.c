@@ -7,10 +7,7 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kw, ":Lock", kwlist)) return -1;
-    if (self->initialised) { /* waiters may be asleep on the mutex */
-        PyErr_SetString(PyExc_RuntimeError, "__init__ called twice");
-        return -1;
-    }
+    if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     sqf_mutex_init(&self->mu, SQF_PRIVATE);
     self->owner = 0;
     self->count = 0;

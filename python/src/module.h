@@ -70,6 +70,12 @@ PyObject *raise_errno(int e, const char *what);
 /* __exit__'s result from the release it made: False (exceptions pass). */
 PyObject *exit_result(PyObject *released);
 
+/* __init__'s guard: a second call would reset a word that sleepers may be
+ * using (a lost wake-up), or free what they use, so it is refused:
+ * RuntimeError and -1 if *initialised, else 0.  The caller sets
+ * *initialised once its __init__ has succeeded. */
+int init_once(int initialised, PyObject *self);
+
 /* n (a count argument, 1 if absent) in 1..max, else ValueError. */
 int count_arg(PyObject *arg, unsigned long max, unsigned *out, const char *what);
 
@@ -99,22 +105,26 @@ int timed_wait(PyObject *args, PyObject *kw, struct sqf_waitop *op, sqf_step_fn 
 typedef struct {
     PyObject_HEAD sqf_event ev;
     PyObject *weakrefs;
+    int initialised;
 } EventObject;
 
 typedef struct {
     PyObject_HEAD sqf_latch l;
     PyObject *weakrefs;
+    int initialised;
 } LatchObject;
 
 typedef struct {
     PyObject_HEAD sqf_countdown c;
     PyObject *weakrefs;
+    int initialised;
 } CountdownObject;
 
 typedef struct {
     PyObject_HEAD sqf_sem s;
     int bounded;
     unsigned bound; /* a BoundedSemaphore's initial value */
+    int initialised;
     PyObject *weakrefs;
 } SemObject;
 

@@ -10,14 +10,17 @@ typedef struct {
     PyObject_HEAD sqf_once once;
     unsigned long runner; /* the thread running fn, or 0 (under the GIL) */
     PyObject *weakrefs;
+    int initialised;
 } OnceObject;
 
 static int Once_init(OnceObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kw, ":Once", kwlist)) return -1;
+    if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     sqf_once_init(&self->once, SQF_PRIVATE);
     self->runner = 0;
+    self->initialised = 1;
     return 0;
 }
 

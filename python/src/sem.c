@@ -8,6 +8,7 @@ static int sem_init_common(SemObject *self, PyObject *args, PyObject *kw, int bo
     if (!PyArg_ParseTupleAndKeywords(args, kw, bounded ? "|L:BoundedSemaphore" : "|L:Semaphore",
                                      kwlist, &value))
         return -1;
+    if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     if (value < 0) {
         PyErr_SetString(PyExc_ValueError, "semaphore initial value must be >= 0");
         return -1;
@@ -26,6 +27,7 @@ static int sem_init_common(SemObject *self, PyObject *args, PyObject *kw, int bo
         raise_errno(e, "semaphore init failed");
         return -1;
     }
+    self->initialised = 1;
     return 0;
 }
 

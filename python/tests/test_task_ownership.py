@@ -400,7 +400,20 @@ def test_closed_while_taking_the_lock_back_keeps_exclusion():
 
 
 def test_init_twice_is_refused():
-    for obj in (squarefree.Lock(), squarefree.RLock(), squarefree.Condition(),
-                squarefree.Queue()):
+    """A second __init__ would reset what sleepers use (freeing it, for a
+    Condition's lock or a Queue's semaphores): refused, and nothing changes."""
+    sf = squarefree
+    for obj, args in [(sf.Lock(), ()), (sf.RLock(), ()), (sf.Condition(), ()),
+                      (sf.Queue(), ()), (sf.Event(), ()), (sf.Latch(1), (1,)),
+                      (sf.CountdownEvent(1), (1,)), (sf.Semaphore(0), (0,)),
+                      (sf.BoundedSemaphore(1), (1,)), (sf.BinarySemaphore(0), (0,)),
+                      (sf.Once(), ()), (sf.Barrier(2), (2,))]:
         with pytest.raises(RuntimeError):
-            obj.__init__()
+            obj.__init__(*args)
+    ev = sf.Event()
+    ev.set()
+    with pytest.raises(RuntimeError):
+        ev.__init__()
+    assert ev.is_set()
+    with pytest.raises(TypeError):  # a first __init__ that fails may be retried
+        sf.Semaphore.__new__(sf.Semaphore).__init__("x")
