@@ -20,3 +20,16 @@ def exponent(ns, ys):
     """The fitted exponent k of y ~ n^k, as sqbench fits it (nan if it cannot)."""
     k = plot_module().slope(list(zip(ns, ys)))
     return float("nan") if k is None else k
+
+
+def print_plot(draw):
+    """Call draw() (which returns the files it wrote) and say where the plot
+    went, or why there is none: matplotlib lives in Debian's python3, which
+    may not be the interpreter the runs use."""
+    try:
+        made = draw()
+    except ImportError as e:
+        print("  no plot: %s (Debian: python3-matplotlib; run this script with "
+              "/usr/bin/python3 and --python)" % e)
+    else:
+        print("  plot: %s" % ", ".join(made))

@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 
-from _common import exponent, plot_module
+from _common import exponent, plot_module, print_plot
 
 MAXSIZE = 64
 
@@ -424,13 +424,7 @@ def main():
             for r in rows:
                 f.write("%s,%s,%d,%d,%.9f,%.9f\n" % r)
     if a.plot:
-        try:
-            made = plot(a.plot, a, results, med)
-        except ImportError as e:
-            print("  no plot: %s (Debian: python3-matplotlib; run this script with "
-                  "/usr/bin/python3 and --python)" % e)
-        else:
-            print("  plot: %s" % ", ".join(made))
+        print_plot(lambda: plot(a.plot, a, results, med))
     return 0
 
 

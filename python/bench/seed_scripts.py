@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 
-from _common import exponent, plot_module
+from _common import exponent, plot_module, print_plot
 
 CASES = {
     "start": ["seed", "latch"],
@@ -346,13 +346,7 @@ def main():
                                                  what, fig))
     print("  %d of %d targets met" % (met, total))
     if a.plot:
-        try:
-            made = plot(a.plot, ns, med, a.runs, a.limit)
-        except ImportError as e:
-            print("  no plot: %s (Debian: python3-matplotlib; run this script with "
-                  "/usr/bin/python3 and --python)" % e)
-        else:
-            print("  plot: %s" % ", ".join(made))
+        print_plot(lambda: plot(a.plot, ns, med, a.runs, a.limit))
     return 0
 
 
