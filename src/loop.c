@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "loop/loop_impl.h"
+#include "mutex_word.h"
 
 _Static_assert(sizeof(struct loop_op) <= sizeof(sqf_loop_op), "sqf_loop_op is too small");
 _Static_assert(_Alignof(struct loop_op) <= _Alignof(sqf_loop_op), "sqf_loop_op is misaligned");
@@ -202,6 +203,10 @@ int sqf_loop_cond_wait(sqf_loop *loop, sqf_loop_op *op, sqf_cond *c, sqf_mutex *
                        sqf_deadline deadline, const sqf_cancel *cancel, sqf_loop_cb cb, void *arg)
 {
     if (!loop || !op || !c || !m || !cb) return EINVAL;
+    /* Refused before it starts: the fallback's ENOTSUP would end the wait
+     * but not the mutex's retaking, which no stop ends (a cond with a
+     * shared mutex is itself shared, or init refused the pair). */
+    if (loop->be->process_local && mu_shared(m)) return ENOTSUP;
     struct loop_op *o = prepare(loop, op, sqf_cond_wait_step_, deadline, cancel, cb, arg);
     o->w.u.cond.c = c;
     o->w.u.cond.m = m;

@@ -4,8 +4,9 @@
  * of 200 processes (event, latch, countdown), barrier phases, a once run by
  * exactly one of 50 racing processes, a queue between 4 producer and 4
  * consumer processes (each item once, in order per producer, close ends
- * the consumers), and a segment from shm_open used by an
- * exec'ed child (not only fork).  With the portable wait backend, which
+ * the consumers), event loops in children waiting on shared words (and
+ * the fallback backend refusing them), and a segment from shm_open used by
+ * an exec'ed child (not only fork).  With the portable wait backend, which
  * cannot share, every SQF_SHARED init must return ENOTSUP.
  *
  * Children report through their exit status (the number of failed checks,
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -514,6 +516,105 @@ static void test_queue(void)
     munmap(s, bytes);
 }
 
+/* --- event loops: tasks in one process, releasers in another ------------------------- */
+
+/* With io_uring, a loop's waits on shared words are shared futex waits: a
+ * loop in each child waits on a shared semaphore and a shared event, and
+ * the parent's releases complete them.  The fallback cannot hear another
+ * process's wake: a wait that must sleep on a shared word ends with ENOTSUP
+ * at once, taking nothing and leaving no waiter counted. */
+struct looped {
+    sqf_sem s;
+    sqf_event ev;
+    sqf_countdown waiting; /* each child downs it once both its waits sleep */
+};
+
+static int loop_results[2], loop_ran;
+static void loop_cb(sqf_loop_op *op, int r, void *arg)
+{
+    (void)op;
+    loop_results[(int *)arg - loop_results] = r;
+    loop_ran++;
+}
+
+static void loop_child(int i, void *arg)
+{
+    (void)i;
+    struct looped *lp = arg;
+    sqf_loop *loop;
+    CHECK_EQ(sqf_loop_create(&loop, SQF_LOOP_URING), 0);
+    static sqf_loop_op ops[2];
+    loop_ran = 0;
+    CHECK_EQ(sqf_loop_sem_acquire(loop, &ops[0], &lp->s, soon(), NULL, loop_cb, &loop_results[0]),
+             EINPROGRESS);
+    CHECK_EQ(sqf_loop_event_wait(loop, &ops[1], &lp->ev, soon(), NULL, loop_cb, &loop_results[1]),
+             EINPROGRESS);
+    CHECK_EQ(sqf_countdown_down(&lp->waiting), 0);
+    while (loop_ran < 2) {
+        struct pollfd pfd = {sqf_loop_fd(loop), POLLIN, 0};
+        CHECK(poll(&pfd, 1, WAIT_S * 1000) >= 0);
+        sqf_loop_dispatch(loop);
+    }
+    CHECK_EQ(loop_results[0], 0); /* a permit, from the parent's release */
+    CHECK_EQ(loop_results[1], 0);
+    CHECK_EQ(sqf_loop_destroy(loop), 0);
+}
+
+static void test_loops(void)
+{
+    struct looped *lp = shared_memory(sizeof *lp);
+    if (!lp) return;
+    CHECK_EQ(sqf_sem_init(&lp->s, 0, 100, SQF_SHARED), 0);
+    CHECK_EQ(sqf_event_init(&lp->ev, SQF_SHARED), 0);
+    enum { N = 4 };
+    CHECK_EQ(sqf_countdown_init(&lp->waiting, N, SQF_SHARED), 0);
+
+    /* The fallback: refused, nothing taken, nothing counted. */
+    sqf_loop *fb;
+    CHECK_EQ(sqf_loop_create(&fb, SQF_LOOP_FALLBACK), 0);
+    sqf_loop_op op;
+    CHECK_EQ(sqf_loop_sem_acquire(fb, &op, &lp->s, SQF_FOREVER, NULL, loop_cb, &loop_results[0]),
+             ENOTSUP);
+    unsigned w = 9;
+    CHECK_EQ(sqf_sem_getwaiters(&lp->s, &w), 0);
+    CHECK_EQ(w, 0);
+    CHECK_EQ(sqf_loop_event_wait(fb, &op, &lp->ev, SQF_FOREVER, NULL, loop_cb, &loop_results[0]),
+             ENOTSUP);
+    CHECK_EQ(sqf_sem_release(&lp->s, 1), 0); /* a free permit needs no sleep: taken at once */
+    CHECK_EQ(sqf_loop_sem_acquire(fb, &op, &lp->s, SQF_FOREVER, NULL, loop_cb, &loop_results[0]),
+             0);
+    sqf_mutex m;
+    sqf_cond c;
+    CHECK_EQ(sqf_mutex_init(&m, SQF_SHARED), 0);
+    CHECK_EQ(sqf_cond_init(&c, SQF_SHARED), 0);
+    CHECK_EQ(sqf_mutex_lock(&m), 0);
+    CHECK_EQ(sqf_loop_cond_wait(fb, &op, &c, &m, SQF_FOREVER, NULL, loop_cb, &loop_results[0]),
+             ENOTSUP);
+    CHECK_EQ(sqf_mutex_unlock(&m), 0); /* still ours: the refusal released nothing */
+    CHECK_EQ(sqf_loop_pending(fb), 0);
+    CHECK_EQ(sqf_loop_destroy(fb), 0);
+
+    sqf_loop *probe;
+    int e = sqf_loop_create(&probe, SQF_LOOP_URING);
+    if (e == ENOTSUP) {
+        printf("process_shared: loops on io_uring SKIPPED: this kernel refuses its futex "
+               "operations\n");
+        munmap(lp, sizeof *lp);
+        return;
+    }
+    CHECK_EQ(e, 0);
+    sqf_loop_destroy(probe);
+    spawn(N, loop_child, lp);
+    CHECK_EQ(sqf_countdown_timedwait(&lp->waiting, soon()), 0);
+    CHECK_EQ(sqf_sem_release(&lp->s, N), 0); /* one permit for each child's loop */
+    CHECK_EQ(sqf_event_set(&lp->ev), 0);     /* one wake-all for every loop */
+    reap();
+    unsigned v = 9;
+    CHECK_EQ(sqf_sem_getvalue(&lp->s, &v), 0);
+    CHECK_EQ(v, 0); /* each permit taken exactly once */
+    munmap(lp, sizeof *lp);
+}
+
 static void test_refused(void)
 {
     sqf_mutex m;
@@ -554,6 +655,7 @@ int main(int argc, char **argv)
     test_barrier();
     test_once();
     test_queue();
+    test_loops();
     test_shm_open_exec(argv[0]);
     return check_done();
 }

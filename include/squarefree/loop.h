@@ -73,6 +73,11 @@
  *   Flags 0 then choose the fallback.
  * - ENOMEM, EMFILE...: sqf_loop_create could not get a ring or a file.
  * - EBUSY (sqf_loop_destroy): waits are still pending.
+ * - ENOTSUP (a wait on a process-shared primitive, fallback backend): the
+ *   wait had to sleep, and the fallback cannot hear another process's
+ *   wake (see Processes); it ends with ENOTSUP having taken nothing (at
+ *   once, or through the callback).  A cond wait on a shared mutex is
+ *   refused at once, before it releases the mutex.
  * - ENOENT (sqf_loop_cancel): the op is not pending (it completed, or its
  *   callback has run).
  * - Callbacks get what the blocking form returns: ETIMEDOUT, ECANCELED (the
@@ -118,6 +123,15 @@
  * thread (epoll_wait, poll, read...) with EINTR, as a signal would; event
  * loops retry on EINTR already, and so must other blocking calls made on
  * that thread.
+ *
+ * Processes: with io_uring, a loop waits on SQF_SHARED primitives in shared
+ * memory as threads do (shared futex waits), so tasks in one process and
+ * threads or tasks in another wait on one object, and one wake-all reaches
+ * all of them.  The fallback cannot: its queue entries live in a table of
+ * its own process, which a wake from another process never walks; rather
+ * than sleep through such a wake, the wait ends with ENOTSUP (see Errors),
+ * and a process that must wait on shared primitives from a loop needs
+ * io_uring (sqf_loop_create with SQF_LOOP_URING says whether it has it).
  *
  * Misuse: a blocking squarefree call made on a loop's own thread can
  * deadlock that loop (the callback that would release it never runs while

@@ -57,4 +57,4 @@ static void ds_finish(struct loop_op *o)
 }
 
 const struct loop_backend sqf_loop_dsched = {"dsched",  ds_create, ds_destroy, ds_sleep,
-                                             ds_cancel, ds_reap,   ds_finish};
+                                             ds_cancel, ds_reap,   ds_finish,  false};

@@ -20,6 +20,10 @@
  * loop entries exist anywhere in the process (one fence and a load when
  * none do), and a thread sleeping in the kernel is served before a loop
  * entry on the same word.
+ *
+ * Process-shared (SQF_SHARED) primitives are beyond it: a wake from
+ * another process serves the kernel's queue only.  A wait that would sleep
+ * on such a word ends with ENOTSUP instead (loop.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -138,6 +142,12 @@ static void fb_destroy(struct sqf_loop *loop)
 
 static int fb_sleep(struct sqf_loop *loop, struct loop_op *o)
 {
+    /* A process-shared word: the table is this process's own, and another
+     * process's wake reaches only the kernel's queue, so an entry here
+     * would never be woken from there.  The wait ends with ENOTSUP (a stop:
+     * the step undoes its announcement), never queued. */
+    for (int i = 0; i < o->sleep.n; i++)
+        if (o->sleep.w[i].shared) return -ENOSYS;
     if (!o->b.fb.tw_ready) {
         sqf_table_waiter_init(&o->b.fb.tw, notify);
         o->b.fb.tw_ready = true;
@@ -202,4 +212,4 @@ static void fb_finish(struct loop_op *o)
 }
 
 const struct loop_backend sqf_loop_fallback = {"fallback", fb_create, fb_destroy, fb_sleep,
-                                               fb_cancel,  fb_reap,   fb_finish};
+                                               fb_cancel,  fb_reap,   fb_finish,  true};

@@ -111,6 +111,9 @@ struct loop_backend {
     void (*reap)(struct sqf_loop *loop, void (*done)(struct sqf_loop *, struct loop_op *, int));
     /* o's wait is over: release what the backend holds for it. */
     void (*finish)(struct loop_op *o);
+    /* Its sleeps hear only this process's wakes: a wait on a process-shared
+     * word is refused (loop.h, Processes). */
+    bool process_local;
 };
 
 extern const struct loop_backend sqf_loop_uring, sqf_loop_fallback;

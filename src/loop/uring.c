@@ -219,7 +219,7 @@ static void uring_finish(struct loop_op *o)
 }
 
 const struct loop_backend sqf_loop_uring = {"io_uring",   uring_create, uring_destroy, uring_sleep,
-                                            uring_cancel, uring_reap,   uring_finish};
+                                            uring_cancel, uring_reap,   uring_finish,  false};
 
 #else /* built without liburing */
 
@@ -229,6 +229,7 @@ static int uring_create(struct sqf_loop *loop)
     return ENOTSUP;
 }
 
-const struct loop_backend sqf_loop_uring = {"io_uring", uring_create, NULL, NULL, NULL, NULL, NULL};
+const struct loop_backend sqf_loop_uring = {"io_uring", uring_create, NULL, NULL,
+                                            NULL,       NULL,         NULL, false};
 
 #endif
