@@ -65,9 +65,10 @@ _try = _c._try
 # One driver (an sqf_loop) per event loop, made on first use, stored on the
 # loop itself: the loop, its driver, the pending waits and their tasks then
 # form one cycle, which the collector can free when the loop is dropped,
-# closing the tasks' coroutines, which finish their waits.  (A loop without
-# a __dict__ keeps its driver in _drivers: its waiting tasks live as long
-# as the interpreter.)
+# closing the tasks' coroutines, which finish their waits.  uvloop's Loop
+# (a Python subclass of its Cython loop) has a __dict__ and is collected so
+# too.  (A loop without a __dict__ keeps its driver in _drivers: its waiting
+# tasks live as long as the interpreter.)
 _drivers = _weakref.WeakKeyDictionary()
 
 
