@@ -28,6 +28,13 @@ task is owned by that task (another task of the same loop waits for it),
 and a Condition's tasks wait with ``await cond.async_wait()`` beside its
 threads.  Once is for threads only.
 
+Under uvloop, trio and anyio (on either backend) the same async methods
+work: each call finds the library that runs it, as sniffio does (a trio
+task waits through _trio.py's driver, anything else through the running
+asyncio loop).  Under trio every call is a checkpoint, as trio.Lock's, and
+a cancel scope ends a wait taking nothing; a cancelled Condition wait ends
+with the lock taken back.
+
 Queue, LifoQueue, PriorityQueue and SimpleQueue are queue's, for threads
 and tasks on the same object (async_put, async_get, async_join), with
 janus's sync_q/async_q shape; shutdown() as Python 3.13's (ShutDown).

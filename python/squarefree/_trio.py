@@ -91,6 +91,13 @@ class _Waiter:
         return False
 
 
+async def checkpoint():
+    """A call that never waits (an unbounded queue's put) is a checkpoint
+    all the same, before it does anything."""
+    await checkpoint_if_cancelled()
+    await cancel_shielded_checkpoint()
+
+
 async def wait(kind, target, timeout):
     """_wait's trio form: a checkpoint, then the wait's value."""
     await checkpoint_if_cancelled()

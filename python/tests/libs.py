@@ -128,9 +128,11 @@ class Lib:
         """``async with lib.group() as g:`` g.spawn(fn, *args) starts a task
         (a Task); the block ends when every task has."""
         if self.is_anyio:
-            return _AnyioGroup()
+            import anyio
+            return _ScopedGroup(anyio.create_task_group, anyio.CancelScope, _ANYIO)
         if self.is_trio:
-            return _TrioGroup()
+            import trio
+            return _ScopedGroup(trio.open_nursery, trio.CancelScope, _TRIO)
         return _AsyncioGroup()
 
     async def gather(self, *fns):
@@ -242,34 +244,20 @@ class _AsyncioGroup:
             await asyncio.wait([t.task])
 
 
-class _TrioGroup:
+class _ScopedGroup:
+    """A trio nursery or an anyio task group whose tasks run in cancel
+    scopes of their own."""
+
+    def __init__(self, open_group, scope_type, event_lib):
+        self._cm, self._scope_type, self._event_lib = open_group(), scope_type, event_lib
+
     async def __aenter__(self):
-        import trio
-        self._cm = trio.open_nursery()
-        self.nursery = await self._cm.__aenter__()
+        self._group = await self._cm.__aenter__()
         return self
 
     def spawn(self, fn, *args):
-        import trio
-        t = _ScopedTask(_TRIO)
-        self.nursery.start_soon(t.run, trio.CancelScope, fn, args)
-        return t
-
-    async def __aexit__(self, *exc):
-        return await self._cm.__aexit__(*exc)
-
-
-class _AnyioGroup:
-    async def __aenter__(self):
-        import anyio
-        self._cm = anyio.create_task_group()
-        self.tg = await self._cm.__aenter__()
-        return self
-
-    def spawn(self, fn, *args):
-        import anyio
-        t = _ScopedTask(_ANYIO)
-        self.tg.start_soon(t.run, anyio.CancelScope, fn, args)
+        t = _ScopedTask(self._event_lib)
+        self._group.start_soon(t.run, self._scope_type, fn, args)
         return t
 
     async def __aexit__(self, *exc):

@@ -357,10 +357,9 @@ def test_cancel_racing_release_takes_nothing(backend, lib):
 
 def test_asyncio_only_closed_coroutine_leaves_no_wait_behind(backend, new_loop):
     """(asyncio's loop API: loop.close.)  A task still waiting when its loop
-    is closed: its coroutine is closed
-    when the loop and the task are collected, and must finish its wait
-    there; otherwise a kernel wait left queued on the word would swallow
-    the next wake-up meant for a thread."""
+    is closed: its coroutine is closed when the loop and the task are
+    collected, and must finish its wait there; otherwise a kernel wait left
+    queued on the word would swallow the next wake-up meant for a thread."""
     sem = sf.Semaphore(0)
     loop = new_loop()
     task = loop.create_task(sem.async_acquire())
@@ -403,8 +402,8 @@ def test_many_tasks_one_latch(backend, lib):
 
 
 def test_asyncio_only_closed_coroutine_passes_on_a_wake_it_got(backend, new_loop):
-    """(asyncio's loop API: loop.close.)  As above, but the release comes while the loop no longer runs: its
-    wake-up reached the task's wait (queued first), not the thread asleep
+    """(asyncio's loop API: loop.close.)  As above, but the release comes
+    while the loop no longer runs: its wake-up reached the task's wait (queued first), not the thread asleep
     behind it.  Closing the coroutine must finish that wait, which takes
     the permit and gives it back, waking the thread."""
     sem = sf.Semaphore(0)

@@ -178,8 +178,8 @@ def test_join_and_task_done_across_kinds(lib):
 # --- cancellation -----------------------------------------------------------------
 
 def test_asyncio_only_cancelled_get_after_its_item_arrived_leaves_it_first(backend):
-    """(asyncio's task internals: _fut_waiter.)  The item reaches the task (its permit taken at dispatch), then the
-    task is cancelled before it runs: the item stays first in line."""
+    """(asyncio's task internals: _fut_waiter.)  The item reaches the task
+    (its permit taken at dispatch), then the task is cancelled before it runs: the item stays first in line."""
     async def main():
         q = sf.Queue()
         loop = asyncio.get_running_loop()
@@ -301,8 +301,8 @@ def test_random_cancellations_lose_nothing(backend, lib):
 
 
 def test_asyncio_only_get_of_a_dropped_loop_takes_nothing(backend):
-    """(asyncio's loop API: loop.close.)  A task waiting in async_get when its loop is closed and dropped:
-    its wait ends when the collector closes its coroutine, leaving the
+    """(asyncio's loop API: loop.close.)  A task waiting in async_get when
+    its loop is closed and dropped: its wait ends when the collector closes its coroutine, leaving the
     next item (and its wake-up) to a thread, and the queue it waited on
     lives until then."""
     q = sf.Queue()
