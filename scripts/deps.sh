@@ -27,6 +27,7 @@ PACKAGES=(
     libpython3.11-testsuite        # CPython's own lock_tests.py and test_queue.py, which the
                                    # drop-ins pass (it pulls the matching python3.11)
     python3-janus python3-anyio    # Python peers: janus's queue, anyio's CapacityLimiter
+    python3-trio python3-uvloop python3-sniffio python3-outcome  # the libraries tasks run under
     git ca-certificates
 )
 

@@ -28,6 +28,13 @@ task is owned by that task (another task of the same loop waits for it),
 and a Condition's tasks wait with ``await cond.async_wait()`` beside its
 threads.  Once is for threads only.
 
+Under uvloop, trio and anyio (on either backend) the same async methods
+work: each call finds the library that runs it, as sniffio does (a trio
+task waits through _trio.py's driver, anything else through the running
+asyncio loop).  Under trio every call is a checkpoint, as trio.Lock's, and
+a cancel scope ends a wait taking nothing; a cancelled Condition wait ends
+with the lock taken back.
+
 Queue, LifoQueue, PriorityQueue and SimpleQueue are queue's, for threads
 and tasks on the same object (async_put, async_get, async_join), with
 janus's sync_q/async_q shape; shutdown() as Python 3.13's (ShutDown).
@@ -62,12 +69,29 @@ _LOCK, _SEM, _EVENT, _LATCH, _COUNTDOWN, _BARRIER, _RLOCK, _COND = (
 
 _try = _c._try
 
+# trio's tasks (trio itself, or anyio on trio) wait through _trio.py, imported
+# on first use; _in_trio() tells, at each call, whether one runs here (trio.c:
+# sniffio's context variable says "trio").
+_in_trio = _c._trio_running
+_trio_module = None
+
+
+def _trio_driver():
+    """The module _trio (imported on first use, from a trio task)."""
+    global _trio_module
+    if _trio_module is None:
+        from . import _trio
+        _trio_module = _trio
+    return _trio_module
+
+
 # One driver (an sqf_loop) per event loop, made on first use, stored on the
 # loop itself: the loop, its driver, the pending waits and their tasks then
 # form one cycle, which the collector can free when the loop is dropped,
-# closing the tasks' coroutines, which finish their waits.  (A loop without
-# a __dict__ keeps its driver in _drivers: its waiting tasks live as long
-# as the interpreter.)
+# closing the tasks' coroutines, which finish their waits.  uvloop's Loop
+# (a Python subclass of its Cython loop) has a __dict__ and is collected so
+# too.  (A loop without a __dict__ keeps its driver in _drivers: its waiting
+# tasks live as long as the interpreter.)
 _drivers = _weakref.WeakKeyDictionary()
 
 
@@ -96,9 +120,14 @@ def _driver(loop):
 
 
 async def _wait(kind, target, timeout):
-    """Wait as a task of the running loop: the blocking call's value."""
-    if _try(kind, target, timeout):  # no need to wait: no loop to look up
+    """Wait as a task of the running loop (asyncio's, or trio's): the
+    blocking call's value.  _try ends it first if it need not wait: no loop
+    to look up (under trio it never does: there every wait is a checkpoint,
+    which _trio.wait makes)."""
+    if _try(kind, target, timeout):
         return True
+    if _in_trio():
+        return await _trio_driver().wait(kind, target, timeout)
     loop = _running_loop()
     d = _driver(loop)
     while True:
@@ -119,7 +148,10 @@ async def _cond_wait(cond, timeout):
     Whatever ends it (a notify, the timeout, a cancellation), the wait ends
     with the lock taken back, as asyncio.Condition.wait's does: a cancelled
     task waits for that (on its loop, which keeps running: the lock may be
-    held by another of its tasks) before the CancelledError goes on."""
+    held by another of its tasks) before the CancelledError goes on.  A
+    trio task's wait is _trio.cond_wait's, with the same ends."""
+    if _in_trio():
+        return await _trio_driver().cond_wait(cond, timeout)
     loop = _running_loop()
     d = _driver(loop)
     r = d.start(_COND, cond, timeout, loop)
@@ -184,6 +216,8 @@ threads and tasks exclude each other."""
 
 
 async def _rlock_async_acquire(lock, timeout):
+    if _in_trio():  # a checkpoint even when it reenters
+        return await _trio_driver().rlock_acquire(lock, timeout)
     if lock._reenter():
         return True
     if await _wait(_RLOCK, lock, timeout):
@@ -299,12 +333,15 @@ its event loop's thread."""
     def reset(self):
         """Return the barrier to its initial, unbroken state; threads and
         tasks waiting on it get BrokenBarrierError."""
-        try:
-            loop = _running_loop()
-        except RuntimeError:  # no loop runs in this thread
-            d = None
+        if _in_trio():
+            d = _trio_driver().current_driver()
         else:
-            d = getattr(loop, "_squarefree_driver", None) or _drivers.get(loop)
+            try:
+                loop = _running_loop()
+            except RuntimeError:  # no loop runs in this thread
+                d = None
+            else:
+                d = getattr(loop, "_squarefree_driver", None) or _drivers.get(loop)
         _Barrier.reset(self, d.dispatch if d is not None else None)
 
 

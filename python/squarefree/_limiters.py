@@ -24,6 +24,8 @@ class CapacityLimiterStatistics(_collections.namedtuple(
 
 
 def _current_task():
+    if _c._trio_running():
+        return _sys.modules["trio"].lowlevel.current_task()
     asyncio = _sys.modules.get("asyncio")
     if asyncio is None:
         return None
@@ -58,6 +60,9 @@ class CapacityLimiter(_c.CapacityLimiter):
     async def async_acquire_on_behalf_of(self, borrower, timeout=None):
         """As acquire_on_behalf_of(), for a task: True, or False if the
         timeout passed first."""
+        if _c._trio_running():  # a checkpoint, even when it need not wait
+            from . import _trio_driver
+            return await _trio_driver().limiter_acquire(self, borrower, timeout)
         wait = self._async_prepare(borrower)
         if wait is None:  # a reentrant limiter's borrower that held one: counted
             return True

@@ -14,7 +14,7 @@ import time as _time
 import types as _types
 from queue import Empty, Full
 
-from . import _COUNTDOWN, _SEM, _try, _wait
+from . import _COUNTDOWN, _SEM, _in_trio, _trio_driver, _try, _wait
 from . import _squarefree as _c
 
 __all__ = ["Empty", "Full", "LifoQueue", "PriorityQueue", "Queue", "QueueShutDown",
@@ -115,8 +115,10 @@ class Queue(_c._QueueCore):
         if not block:
             return self.put(item, False)
         slots = self._put_slots(timeout)  # (checks the timeout)
-        if slots is not None and not (_try(_SEM, slots, None)
-                                      or await _wait(_SEM, slots, timeout)):
+        if slots is None:  # unbounded: no wait, but a trio call is a checkpoint all the same
+            if _in_trio():
+                await _trio_driver().checkpoint()
+        elif not (_try(_SEM, slots, None) or await _wait(_SEM, slots, timeout)):
             raise Full
         self._insert(item, slots)
 
@@ -385,7 +387,10 @@ class SimpleQueue(_c._SimpleQueueCore):
     __class_getitem__ = classmethod(_types.GenericAlias)
 
     async def async_put(self, item):
-        """put(item), for symmetry with async_get."""
+        """put(item), for symmetry with async_get (under trio, a
+        checkpoint first, as every trio call)."""
+        if _in_trio():
+            await _trio_driver().checkpoint()
         self.put(item)
 
     async def async_get(self, block=True, timeout=None):

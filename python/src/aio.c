@@ -297,7 +297,9 @@ static PyTypeObject *const aio_types[] = {
  * all.  It takes what it finds exactly as the op's first step would (the
  * same trylock), so the task's result is the same.  The timeout is checked
  * first, so bad input gets its exception whether or not the try succeeds;
- * the other kinds always return None. */
+ * the other kinds always return None, and so does a trio task's try (a
+ * trio wait is a checkpoint, even when it need not wait: the package's
+ * trio driver takes it after checking for a cancellation). */
 static PyObject *aio_try(PyObject *unused, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)unused;
@@ -316,6 +318,7 @@ static PyObject *aio_try(PyObject *unused, PyObject *const *args, Py_ssize_t nar
     }
     if (kind == AK_BARRIER && args[2] == Py_None) Py_RETURN_NONE; /* its own default */
     if (deadline_of(args[2], &deadline) < 0) return NULL;
+    if (trio_running()) Py_RETURN_NONE; /* trio's every wait is a checkpoint: _trio.py's */
     PyObject *t = args[1];
     int done = 0;
     switch (kind) {

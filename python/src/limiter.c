@@ -249,11 +249,13 @@ static int ready(LimiterObject *self)
     return -1;
 }
 
-/* The current asyncio task (new reference), or None if no task runs in
- * this thread; NULL raised.  asyncio is looked up, not imported: whoever
- * runs a loop has imported it. */
+/* The current asyncio or trio task (new reference), or None if no task
+ * runs in this thread; NULL raised.  asyncio is looked up, not imported:
+ * whoever runs a loop has imported it. */
 static PyObject *current_task(void)
 {
+    PyObject *trio_task = trio_current_task();
+    if (trio_task) return trio_task;
     PyObject *asyncio = PyImport_GetModule(asyncio_name);
     if (!asyncio) return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     PyObject *task, *loop = PyObject_CallMethod(asyncio, "_get_running_loop", NULL);
@@ -266,8 +268,8 @@ static PyObject *current_task(void)
     return task;
 }
 
-/* The default borrower: the current asyncio task when called from one,
- * else the current thread (a new reference; NULL raised). */
+/* The default borrower: the current asyncio or trio task when called
+ * from one, else the current thread (a new reference; NULL raised). */
 static PyObject *current_borrower(void)
 {
     PyObject *task = current_task();

@@ -115,6 +115,14 @@ static PyObject *Lock_exit(LockObject *self, PyObject *args)
 unsigned long lock_owner_now(void)
 {
     static PyObject *name, *get_running_loop, *current_task; /* kept for good */
+    /* --- trio: a trio task running in this thread owns it, as an asyncio
+     * task does (trio.c tells whether one runs, and which) --- */
+    PyObject *trio_task = trio_current_task();
+    if (trio_task) {
+        Py_DECREF(trio_task); /* alive while it runs this, and while it holds the lock */
+        return (unsigned long)(uintptr_t)trio_task;
+    }
+    /* --- end of trio's part --- */
     unsigned long me = PyThread_get_thread_ident();
     if (!current_task) {
         if (!name && !(name = PyUnicode_InternFromString("asyncio"))) {
@@ -395,8 +403,8 @@ PyTypeObject RLockType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "RLock()\n\nA reentrant lock, as threading.RLock: the holder may acquire it "
               "again, and must release it as many times; only the holder may release it.  The "
-              "holder is the asyncio task that took it, when a task did (a task of the same "
-              "loop waits for it like another thread), else the thread.",
+              "holder is the asyncio or trio task that took it, when a task did (a task of "
+              "the same loop waits for it like another thread), else the thread.",
     .tp_weaklistoffset = offsetof(LockObject, weakrefs),
     .tp_dealloc = plain_dealloc,
     .tp_repr = (reprfunc)RLock_repr,

@@ -65,6 +65,7 @@ PyMODINIT_FUNC PyInit__squarefree(void)
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) goto fail;
     if (queue_init(m) < 0) goto fail;
     if (aio_init(m) < 0) goto fail;
+    if (trio_init(m) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

@@ -226,9 +226,18 @@ PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw);
 PyObject *RLock_release(LockObject *self, PyObject *unused);
 int lock_is_owned(LockObject *self); /* by the caller (a Lock: held at all) */
 
-/* Who takes an RLock now: the asyncio task running in this thread, if
- * any, else the thread (lock.c says why). */
+/* Who takes an RLock now: the asyncio or trio task running in this
+ * thread, if any, else the thread (lock.c says why). */
 unsigned long lock_owner_now(void);
+
+/* trio (trio.c): whether a trio task runs now in this thread, as sniffio
+ * tells (trio sets its context variable to "trio"); that task (a new
+ * reference), or NULL if none does (no exception set either way).
+ * trio_init adds _trio_running, the first as a function, to the module m
+ * at import. */
+int trio_running(void);
+PyObject *trio_current_task(void);
+int trio_init(PyObject *m);
 
 /* Take mu until deadline (0: one try), the GIL released while asleep; a
  * signal handler that raises stops the wait.  1 taken, 0 not, -1 raised. */

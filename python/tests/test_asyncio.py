@@ -1,10 +1,13 @@
-"""asyncio tasks on squarefree's objects, beside threads: every async form
-completes at once or when a thread (or another loop's task) releases;
-time-outs; two event loops and plain threads on one Lock (mutual exclusion
-checked), one Semaphore (permits conserved), one Event (everyone woken);
-cancellation racing releases takes nothing; a coroutine closed with its
-loop leaves no kernel wait behind.  Every test runs on both loop backends
-(io_uring, where the kernel has it, and the fallback)."""
+"""Tasks on squarefree's objects, beside threads, under every library the
+package serves (the `lib` fixture: asyncio, uvloop, trio, anyio on asyncio
+and on trio): every async form completes at once or when a thread (or
+another loop's task) releases; time-outs; two event loops and plain
+threads on one Lock (mutual exclusion checked), one Semaphore (permits
+conserved), one Event (everyone woken); cancellation racing releases takes
+nothing.  The tests named asyncio_only use asyncio's own loop API on
+purpose (a coroutine closed with its loop leaves no kernel wait behind):
+they run on asyncio's loop and uvloop's.  Every test runs on both loop
+backends (io_uring, where the kernel has it, and the fallback)."""
 import asyncio
 import gc
 import random
@@ -14,57 +17,21 @@ import time
 import pytest
 
 import squarefree as sf
-from squarefree import _squarefree as _c
+from libs import joined, later
 
 
-@pytest.fixture(params=["uring", "fallback"])
-def backend(request, monkeypatch):
-    """The loop backend the event loops made in this test get."""
-    monkeypatch.setenv("SQF_LOOP_BACKEND", request.param)
-    try:
-        d = _c._LoopDriver()
-    except OSError:
-        pytest.skip(f"the {request.param} loop backend is not available here")
-    name = d.backend
-    del d
-    assert name == {"uring": "io_uring", "fallback": "fallback"}[request.param]
-    return request.param
-
-
-def in_loop_thread(coro_fn, *args):
-    """Run coro_fn(*args) in a new event loop on a new thread; returns the
-    thread and a list that gets the coroutine's result (or exception)."""
-    out = []
-
-    def main():
-        try:
-            out.append(asyncio.run(coro_fn(*args)))
-        except BaseException as e:  # reported by the caller's check
-            out.append(e)
-
-    t = threading.Thread(target=main)
-    t.start()
-    return t, out
-
-
-def joined(t, out, timeout=30.0):
-    t.join(timeout)
-    assert not t.is_alive(), "an event loop is still waiting (a lost wake-up?)"
-    assert len(out) == 1
-    if isinstance(out[0], BaseException):
-        raise out[0]
-    return out[0]
-
-
-def later(seconds, fn, *args):
-    t = threading.Timer(seconds, fn, args)
-    t.start()
-    return t
+@pytest.fixture(params=["asyncio", "uvloop"])
+def new_loop(request):
+    """An asyncio event loop factory: asyncio's own, or uvloop's."""
+    if request.param == "uvloop":
+        import uvloop
+        return uvloop.new_event_loop
+    return asyncio.new_event_loop
 
 
 # --- each async form ------------------------------------------------------------------
 
-def test_at_once_and_timeouts(backend):
+def test_at_once_and_timeouts(backend, lib):
     async def main():
         lock, sem, ev = sf.Lock(), sf.Semaphore(1), sf.Event()
         la, cd, b = sf.Latch(0), sf.CountdownEvent(0), sf.Barrier(1)
@@ -106,18 +73,18 @@ def test_at_once_and_timeouts(backend):
             assert sem.value == 1
         return True
 
-    assert asyncio.run(main())
+    assert lib.run(main)
 
 
-def test_woken_by_threads(backend):
+def test_woken_by_threads(backend, lib):
     async def main():
         lock, sem, ev = sf.Lock(), sf.Semaphore(0), sf.Event()
         la, cd = sf.Latch(1), sf.CountdownEvent(1)
         lock.acquire()
         timers = [later(0.02, lock.release), later(0.02, sem.release), later(0.02, ev.set),
                   later(0.02, la.count_down), later(0.02, cd.down)]
-        got = await asyncio.gather(lock.async_acquire(), sem.async_acquire(), ev.async_wait(),
-                                   la.async_wait(), cd.async_wait())
+        got = await lib.gather(lock.async_acquire, sem.async_acquire, ev.async_wait,
+                               la.async_wait, cd.async_wait)
         for t in timers:
             t.join()
         assert got == [True] * 5
@@ -125,10 +92,10 @@ def test_woken_by_threads(backend):
         lock.release()
         return True
 
-    assert asyncio.run(main())
+    assert lib.run(main)
 
 
-def test_barrier_threads_and_tasks(backend):
+def test_barrier_threads_and_tasks(backend, lib):
     """Two threads and two tasks of one loop are the parties of each phase;
     the action runs once per phase, on whichever arrives last."""
     actions = []
@@ -148,19 +115,19 @@ def test_barrier_threads_and_tasks(backend):
                 i = await b.async_wait(10)
                 with lock:
                     indices.append(i)
-        await asyncio.gather(one(), one())
+        await lib.gather(one, one)
 
     ts = [threading.Thread(target=party) for _ in range(2)]
     for t in ts:
         t.start()
-    joined(*in_loop_thread(tasks))
+    joined(*lib.in_thread(tasks))
     for t in ts:
         t.join(10)
     assert len(actions) == 20
     assert sorted(indices) == sorted(list(range(4)) * 20)
 
 
-def test_barrier_action_raises_in_a_task(backend):
+def test_barrier_action_raises_in_a_task(backend, lib):
     class Boom(Exception):
         pass
 
@@ -172,7 +139,7 @@ def test_barrier_action_raises_in_a_task(backend):
         t = threading.Thread(target=lambda: pytest.raises(sf.BrokenBarrierError, b.wait, 10))
         t.start()
         while b.n_waiting < 1:
-            await asyncio.sleep(0.001)
+            await lib.sleep(0.001)
         with pytest.raises(Boom):
             await b.async_wait(10)  # arrives last: runs the action here
         t.join(10)
@@ -181,18 +148,19 @@ def test_barrier_action_raises_in_a_task(backend):
             await b.async_wait()
         return True
 
-    assert asyncio.run(main())
+    assert lib.run(main)
 
 
-def test_barrier_reset_with_a_waiting_task(backend):
+def test_barrier_reset_with_a_waiting_task(backend, lib):
     async def main():
         b = sf.Barrier(2)
-        task = asyncio.ensure_future(b.async_wait(10))
-        while b.n_waiting < 1:
-            await asyncio.sleep(0.001)
-        b.reset()  # from the task's own loop: dispatches it out of the barrier
-        with pytest.raises(sf.BrokenBarrierError):
-            await task
+        async with lib.group() as g:
+            task = g.spawn(b.async_wait, 10)
+            while b.n_waiting < 1:
+                await lib.sleep(0.001)
+            b.reset()  # from the task's own loop: dispatches it out of the barrier
+            with pytest.raises(sf.BrokenBarrierError):
+                await task.result()
         assert not b.broken
         t = threading.Thread(target=b.wait, args=(10,))
         t.start()
@@ -200,10 +168,10 @@ def test_barrier_reset_with_a_waiting_task(backend):
         t.join(10)
         return True
 
-    assert asyncio.run(main())
+    assert lib.run(main)
 
 
-def test_latch_abort_reaches_tasks(backend):
+def test_latch_abort_reaches_tasks(backend, lib):
     async def main():
         la = sf.Latch(1)
         t = later(0.02, la.abort)
@@ -212,12 +180,12 @@ def test_latch_abort_reaches_tasks(backend):
         t.join()
         return True
 
-    assert asyncio.run(main())
+    assert lib.run(main)
 
 
 # --- threads and two event loops on one object -------------------------------------------
 
-def test_lock_mutual_exclusion_threads_and_two_loops(backend):
+def test_lock_mutual_exclusion_threads_and_two_loops(backend, lib):
     lock = sf.Lock()
     state = {"inside": 0, "count": 0, "bad": 0}
     rounds = 300
@@ -241,11 +209,11 @@ def test_lock_mutual_exclusion_threads_and_two_loops(backend):
             for _ in range(rounds):
                 async with lock:
                     critical()
-                    await asyncio.sleep(0)  # a task holds it across a switch
-        await asyncio.gather(*(task() for _ in range(4)))
+                    await lib.sleep(0)  # a task holds it across a switch
+        await lib.gather(*[task] * 4)
         return True
 
-    loops = [in_loop_thread(loop_main) for _ in range(2)]
+    loops = [lib.in_thread(loop_main) for _ in range(2)]
     ts = [threading.Thread(target=thread_main) for _ in range(3)]
     for t in ts:
         t.start()
@@ -258,9 +226,10 @@ def test_lock_mutual_exclusion_threads_and_two_loops(backend):
     assert not lock.locked()
 
 
-def test_semaphore_permits_conserved_with_cancellation(backend):
+def test_semaphore_permits_conserved_with_cancellation(backend, lib):
     """Threads and tasks of two loops take and give back permits; tasks are
-    cancelled (by asyncio.timeout and task.cancel) at random moments, racing
+    cancelled (by a time-out and a cancel from another task: asyncio.timeout
+    and task.cancel, or cancel scopes) at random moments, racing
     the releases.  At the end every permit is back: none lost, none made."""
     permits = 3
     sem = sf.Semaphore(permits)
@@ -290,30 +259,29 @@ def test_semaphore_permits_conserved_with_cancellation(backend):
 
         async def user():
             for _ in range(150):
-                try:
-                    async with asyncio.timeout(rnd.choice([0.0003, 0.001, 0.01])):
-                        async with sem:
-                            take()
-                            try:  # a cancel may land here too
-                                await asyncio.sleep(rnd.choice([0, 0, 0.0002]))
-                            finally:
-                                give()
-                except TimeoutError:
-                    pass
+                async with lib.move_on_after(rnd.choice([0.0003, 0.001, 0.01])):
+                    async with sem:
+                        take()
+                        try:  # a cancel may land here too
+                            await lib.sleep(rnd.choice([0, 0, 0.0002]))
+                        finally:
+                            give()
 
         async def canceller(tasks):
             while not all(t.done() for t in tasks):
-                await asyncio.sleep(rnd.choice([0.0002, 0.001]))
+                await lib.sleep(rnd.choice([0.0002, 0.001]))
                 victim = rnd.choice(tasks)
                 if not victim.done():
                     victim.cancel()
 
-        tasks = [asyncio.ensure_future(user()) for _ in range(4)]
-        await canceller(tasks)
-        await asyncio.gather(*tasks, return_exceptions=True)
+        async with lib.group() as g:
+            tasks = [g.spawn(user) for _ in range(4)]
+            await canceller(tasks)
+        for t in tasks:
+            assert (await t.outcome()).state in ("ok", "cancelled")
         return True
 
-    loops = [in_loop_thread(loop_main, s) for s in (1, 2)]
+    loops = [lib.in_thread(loop_main, s) for s in (1, 2)]
     ts = [threading.Thread(target=thread_main, args=(s,)) for s in range(3)]
     for t in ts:
         t.start()
@@ -326,7 +294,7 @@ def test_semaphore_permits_conserved_with_cancellation(backend):
     assert sem.value == permits  # none lost, none made
 
 
-def test_event_wakes_threads_and_tasks_of_two_loops(backend):
+def test_event_wakes_threads_and_tasks_of_two_loops(backend, lib):
     ev = sf.Event()
     n_tasks, n_threads = 300, 50
     ready = sf.CountdownEvent(2 * n_tasks + n_threads)
@@ -336,13 +304,13 @@ def test_event_wakes_threads_and_tasks_of_two_loops(backend):
         async def task():
             ready.down()
             return await ev.async_wait(20)
-        return await asyncio.gather(*(task() for _ in range(n_tasks)))
+        return await lib.gather(*[task] * n_tasks)
 
     def thread_main():
         ready.down()
         woke.append(ev.wait(20))
 
-    loops = [in_loop_thread(loop_main) for _ in range(2)]
+    loops = [lib.in_thread(loop_main) for _ in range(2)]
     ts = [threading.Thread(target=thread_main) for _ in range(n_threads)]
     for t in ts:
         t.start()
@@ -356,25 +324,25 @@ def test_event_wakes_threads_and_tasks_of_two_loops(backend):
     assert woke == [True] * n_threads
 
 
-def test_cancel_racing_release_takes_nothing(backend):
+def test_cancel_racing_release_takes_nothing(backend, lib):
     """A task whose wait is cancelled just as a thread releases: either the
     task got the permit (and returns it) or the permit stays; never lost."""
     async def main():
         sem = sf.Semaphore(0)
         got = 0
         for i in range(300):
-            task = asyncio.ensure_future(sem.async_acquire())
-            await asyncio.sleep(0)  # the task is waiting now
-            rel = threading.Thread(target=sem.release)
-            rel.start()
-            if i % 3:
-                await asyncio.sleep(0)
-            task.cancel()
-            try:
-                if await task:
+            async with lib.group() as g:
+                task = g.spawn(sem.async_acquire)
+                await lib.sleep(0)  # the task is waiting now (under asyncio; trio: may be)
+                rel = threading.Thread(target=sem.release)
+                rel.start()
+                if i % 3:
+                    await lib.sleep(0)
+                task.cancel()
+                out = await task.outcome()
+                assert out.state in ("ok", "cancelled"), out
+                if out.state == "ok" and out.value:
                     got += 1
-            except asyncio.CancelledError:
-                pass
             rel.join()
             # Whatever happened, the one permit exists exactly once.
             assert sem.value + got == 1, (i, sem.value, got)
@@ -384,16 +352,16 @@ def test_cancel_racing_release_takes_nothing(backend):
             assert await sem.async_acquire(timeout=1) is True
         return True
 
-    assert asyncio.run(main())
+    assert lib.run(main)
 
 
-def test_closed_coroutine_leaves_no_wait_behind(backend):
-    """A task still waiting when its loop is closed: its coroutine is closed
-    when the loop and the task are collected, and must finish its wait
-    there; otherwise a kernel wait left queued on the word would swallow
-    the next wake-up meant for a thread."""
+def test_asyncio_only_closed_coroutine_leaves_no_wait_behind(backend, new_loop):
+    """(asyncio's loop API: loop.close.)  A task still waiting when its loop
+    is closed: its coroutine is closed when the loop and the task are
+    collected, and must finish its wait there; otherwise a kernel wait left
+    queued on the word would swallow the next wake-up meant for a thread."""
     sem = sf.Semaphore(0)
-    loop = asyncio.new_event_loop()
+    loop = new_loop()
     task = loop.create_task(sem.async_acquire())
     loop.run_until_complete(asyncio.sleep(0.01))  # the task now waits
     assert not task.done()
@@ -412,14 +380,14 @@ def test_closed_coroutine_leaves_no_wait_behind(backend):
     assert got == [True] and time.monotonic() - begin < 1.5
 
 
-def test_many_tasks_one_latch(backend):
+def test_many_tasks_one_latch(backend, lib):
     """1,000 tasks across two loops and 200 threads on one Latch."""
     la = sf.Latch(1)
 
     async def loop_main():
-        return await asyncio.gather(*(la.async_wait(20) for _ in range(500)))
+        return await lib.gather(*[lambda: la.async_wait(20)] * 500)
 
-    loops = [in_loop_thread(loop_main) for _ in range(2)]
+    loops = [lib.in_thread(loop_main) for _ in range(2)]
     woke = []
     ts = [threading.Thread(target=lambda: woke.append(la.wait(20))) for _ in range(200)]
     for t in ts:
@@ -433,13 +401,13 @@ def test_many_tasks_one_latch(backend):
     assert woke == [True] * 200
 
 
-def test_closed_coroutine_passes_on_a_wake_it_got(backend):
-    """As above, but the release comes while the loop no longer runs: its
-    wake-up reached the task's wait (queued first), not the thread asleep
+def test_asyncio_only_closed_coroutine_passes_on_a_wake_it_got(backend, new_loop):
+    """(asyncio's loop API: loop.close.)  As above, but the release comes
+    while the loop no longer runs: its wake-up reached the task's wait (queued first), not the thread asleep
     behind it.  Closing the coroutine must finish that wait, which takes
     the permit and gives it back, waking the thread."""
     sem = sf.Semaphore(0)
-    loop = asyncio.new_event_loop()
+    loop = new_loop()
     task = loop.create_task(sem.async_acquire())
     loop.run_until_complete(asyncio.sleep(0.01))  # the task waits, first in the queue
     got = []

@@ -4,7 +4,9 @@ threads with the tasks of two event loops on one limiter: never more
 borrowed than total_tokens, no token lost or made, every waiter served,
 total_tokens changed while tokens are held and waited for, cancellation at
 random points taking nothing; no reference or memory left behind by many
-cancelled and timed-out waits."""
+cancelled and timed-out waits.  The tests that take the `lib` fixture run
+under every library (asyncio, uvloop, trio, anyio on asyncio and on
+trio); test_async_libs.py cancels limiter waits under each of them."""
 import asyncio
 import gc
 import math
@@ -19,7 +21,7 @@ import weakref
 import pytest
 
 import squarefree as sf
-from test_asyncio import backend, in_loop_thread, joined  # noqa: F401 (a fixture)
+from libs import joined
 from test_primitives import Interrupted, interrupt_main_after, usr1_raises  # noqa: F401
 from together import Holders, run_together
 
@@ -223,7 +225,7 @@ def test_ordered_queue():
 
 
 @pytest.mark.parametrize("release_first", [False, True])
-def test_cancel_during_acquire(backend, release_first):  # noqa: F811
+def test_cancel_during_acquire(backend, release_first, lib):  # noqa: F811
     async def main():
         lim = sf.CapacityLimiter(1)
         acquired = []
@@ -233,22 +235,23 @@ def test_cancel_during_acquire(backend, release_first):  # noqa: F811
                 acquired.append(1)
 
         await lim.async_acquire()
-        t = asyncio.ensure_future(task())
-        await blocked()
-        t.cancel()
-        if release_first:
-            lim.release()
-            await blocked()
-        else:
-            await blocked()
-            lim.release()
-        with pytest.raises(asyncio.CancelledError):
-            await t
+        async with lib.group() as g:
+            t = g.spawn(task)
+            for _ in range(5):  # (blocked(), in lib's terms)
+                await lib.sleep(0.002)
+            t.cancel()
+            if release_first:
+                lim.release()
+                await lib.sleep(0.01)
+            else:
+                await lib.sleep(0.01)
+                lim.release()
+            assert (await t.outcome()).state == "cancelled"
         assert not acquired and lim.borrowed_tokens == 0 and lim.borrowers == ()
         check_conserved(lim)
         return True
 
-    assert run(main)
+    assert lib.run(main)
 
 
 def test_nowait_forms():
@@ -383,7 +386,7 @@ def test_total_tokens_while_held():
     check_conserved(lim)
 
 
-def test_raise_wakes_threads_and_tasks(backend):  # noqa: F811
+def test_raise_wakes_threads_and_tasks(backend, lib):  # noqa: F811
     """total_tokens raised while threads and tasks of two loops wait: all
     of them get in."""
     lim = sf.CapacityLimiter(1)
@@ -395,8 +398,8 @@ def test_raise_wakes_threads_and_tasks(backend):  # noqa: F811
         async def one():
             async with lim:
                 got.append(1)
-                await asyncio.sleep(0.05)
-        await asyncio.gather(*(one() for _ in range(n_tasks)))
+                await lib.sleep(0.05)
+        await lib.gather(*[one] * n_tasks)
         return True
 
     def thread_main():
@@ -404,7 +407,7 @@ def test_raise_wakes_threads_and_tasks(backend):  # noqa: F811
             got.append(1)
             time.sleep(0.05)
 
-    loops = [in_loop_thread(loop_main) for _ in range(2)]
+    loops = [lib.in_thread(loop_main) for _ in range(2)]
     ts = [threading.Thread(target=thread_main) for _ in range(n_threads)]
     for t in ts:
         t.start()

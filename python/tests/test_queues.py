@@ -1,11 +1,13 @@
-"""squarefree's queues with threads and asyncio tasks on one object: every
-item counted (none lost, none duplicated, FIFO order per producer) with
+"""squarefree's queues with threads and tasks on one object: every item
+counted (none lost, none duplicated, FIFO order per producer) with
 producers and consumers of both kinds on two event loops; cancellation
-(task.cancel(), asyncio.timeout, wait_for) at random points losing
-nothing, including after an item reached the cancelled task; time-outs;
+(a cancel, a time-out) at random points losing nothing, including after
+an item reached the cancelled task; time-outs;
 shutdown with waiters of both kinds; join and task_done across kinds;
 janus's shape (a few of janus's own cases); references neither leaked nor
-dropped early."""
+dropped early.  The tests that take the `lib` fixture run under every
+library (asyncio, uvloop, trio, anyio on asyncio and on trio); those named
+asyncio_only use asyncio's loop or task internals on purpose."""
 import asyncio
 import gc
 import queue
@@ -19,15 +21,15 @@ import weakref
 import pytest
 
 import squarefree as sf
-from test_asyncio import backend, in_loop_thread, joined  # noqa: F401 (a fixture)
+from libs import Lib, joined
 from test_primitives import Interrupted, interrupt_main_after, usr1_raises  # noqa: F401
 
 QUEUES = [sf.Queue, sf.LifoQueue, sf.PriorityQueue]
 
 
-def run_in_loop(coro):
+def run_in_loop(coro, lib=Lib("asyncio")):
     """Run coro in an event loop of its own thread (never this one's)."""
-    t, out = in_loop_thread(lambda: coro)
+    t, out = lib.in_thread(lambda: coro)
     return joined(t, out)
 
 
@@ -84,7 +86,7 @@ def test_maxsize_grows_and_shrinks():
 
 # --- threads and tasks on one queue -------------------------------------------------
 
-def test_mixed_producers_and_consumers_two_loops():
+def test_mixed_producers_and_consumers_two_loops(lib):
     """3 producer threads, 2 consumer threads, and on each of two event
     loops 2 producer and 2 consumer tasks, over a bounded queue (so both
     sides wait); every item got once, each producer's items in order."""
@@ -122,13 +124,13 @@ def test_mixed_producers_and_consumers_two_loops():
                     return
                 mine.append(x)
                 if random.random() < 0.1:
-                    await asyncio.sleep(0)
-        await asyncio.gather(producer(f"{tag}p0"), producer(f"{tag}p1"),
-                             consumer(f"{tag}c0"), consumer(f"{tag}c1"))
+                    await lib.sleep(0)
+        await lib.gather(lambda: producer(f"{tag}p0"), lambda: producer(f"{tag}p1"),
+                         lambda: consumer(f"{tag}c0"), lambda: consumer(f"{tag}c1"))
 
     threads = [threading.Thread(target=thread_producer, args=(f"tp{i}",)) for i in range(3)]
     threads += [threading.Thread(target=thread_consumer, args=(f"tc{i}",)) for i in range(2)]
-    loops = [in_loop_thread(loop_main, tag) for tag in ("a", "b")]
+    loops = [lib.in_thread(loop_main, tag) for tag in ("a", "b")]
     for t in threads:
         t.start()
     assert producers_done.wait(60)
@@ -150,7 +152,7 @@ def test_mixed_producers_and_consumers_two_loops():
             last[pid] = i
 
 
-def test_join_and_task_done_across_kinds():
+def test_join_and_task_done_across_kinds(lib):
     q = sf.Queue()
     for i in range(5):
         q.put(i)
@@ -160,23 +162,24 @@ def test_join_and_task_done_across_kinds():
 
     async def main():
         assert await q.async_join(timeout=0.02) is False
-        waiter = asyncio.ensure_future(q.async_join())
-        for _ in range(5):
-            await q.async_get()
-            q.task_done()
-        assert await waiter is True
+        async with lib.group() as g:
+            waiter = g.spawn(q.async_join)
+            for _ in range(5):
+                await q.async_get()
+                q.task_done()
+            assert await waiter.result() is True
         with pytest.raises(ValueError):
             q.task_done()
-    run_in_loop(main())
+    run_in_loop(main(), lib)
     t.join(30)
     assert joined_by_thread == [None]
 
 
 # --- cancellation -----------------------------------------------------------------
 
-def test_cancelled_get_after_its_item_arrived_leaves_it_first(backend):
-    """The item reaches the task (its permit taken at dispatch), then the
-    task is cancelled before it runs: the item stays first in line."""
+def test_asyncio_only_cancelled_get_after_its_item_arrived_leaves_it_first(backend):
+    """(asyncio's task internals: _fut_waiter.)  The item reaches the task
+    (its permit taken at dispatch), then the task is cancelled before it runs: the item stays first in line."""
     async def main():
         q = sf.Queue()
         loop = asyncio.get_running_loop()
@@ -197,7 +200,8 @@ def test_cancelled_get_after_its_item_arrived_leaves_it_first(backend):
     run_in_loop(main())
 
 
-def test_cancelled_put_has_not_put(backend):
+def test_asyncio_only_cancelled_put_has_not_put(backend):
+    """(asyncio's task internals: _fut_waiter.)"""
     async def main():
         q = sf.Queue(1)
         q.put("first")
@@ -219,10 +223,12 @@ def test_cancelled_put_has_not_put(backend):
     run_in_loop(main())
 
 
-def test_random_cancellations_lose_nothing(backend):
+def test_random_cancellations_lose_nothing(backend, lib):
     """Producer threads feed a bounded queue; on an event loop, consumer
-    and producer tasks are cancelled at random points (task.cancel(),
-    asyncio.timeout, wait_for).  Every put that returned is got exactly
+    and producer tasks are cancelled at random points (a cancel from
+    another task, a time-out around the wait or around the task's whole
+    coroutine: task.cancel(), asyncio.timeout, wait_for under asyncio,
+    cancel scopes under trio and anyio).  Every put that returned is got exactly
     once; none that was cancelled is."""
     N = 400
     q = sf.Queue(maxsize=4)
@@ -245,32 +251,31 @@ def test_random_cancellations_lose_nothing(backend):
             put_ok.append(("task", i))
 
         async def getter_timeout(seconds):
-            async with asyncio.timeout(seconds):
+            async with lib.move_on_after(seconds):
                 got.append(await q.async_get())
+
+        async def cancelled_after(seconds, fn, *args):
+            async with lib.group() as g:
+                task = g.spawn(fn, *args)
+                await lib.sleep(seconds)
+                task.cancel()
+            assert (await task.outcome()).state in ("ok", "cancelled")
 
         i = 0
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             roll = rnd.random()
-            try:
-                if roll < 0.3:
-                    task = asyncio.ensure_future(getter())
-                    await asyncio.sleep(rnd.random() * 0.002)
-                    task.cancel()
-                    await asyncio.gather(task, return_exceptions=True)
-                elif roll < 0.5:
-                    await getter_timeout(rnd.random() * 0.002)
-                elif roll < 0.65:
-                    await asyncio.wait_for(putter(i), rnd.random() * 0.002)
-                elif roll < 0.75:
-                    task = asyncio.ensure_future(putter(i))
-                    await asyncio.sleep(0)
-                    task.cancel()
-                    await asyncio.gather(task, return_exceptions=True)
-                else:
-                    got.append(await q.async_get())
-            except (TimeoutError, asyncio.TimeoutError):
-                pass
+            if roll < 0.3:
+                await cancelled_after(rnd.random() * 0.002, getter)
+            elif roll < 0.5:
+                await getter_timeout(rnd.random() * 0.002)
+            elif roll < 0.65:
+                async with lib.move_on_after(rnd.random() * 0.002):
+                    await putter(i)
+            elif roll < 0.75:
+                await cancelled_after(0, putter, i)
+            else:
+                got.append(await q.async_get())
             i += 1
             if len(got) >= 3 * N and not threads_alive():
                 break
@@ -287,7 +292,7 @@ def test_random_cancellations_lose_nothing(backend):
         return any(t.is_alive() for t in threads)
     for t in threads:
         t.start()
-    got = run_in_loop(main())
+    got = run_in_loop(main(), lib)
     for t in threads:
         t.join(30)
     assert sorted(got) == sorted(put_ok), "an item lost, duplicated, or put by a cancelled put"
@@ -295,9 +300,9 @@ def test_random_cancellations_lose_nothing(backend):
     assert sum(1 for x in got if x[0] != "task") == 3 * N
 
 
-def test_get_of_a_dropped_loop_takes_nothing(backend):
-    """A task waiting in async_get when its loop is closed and dropped:
-    its wait ends when the collector closes its coroutine, leaving the
+def test_asyncio_only_get_of_a_dropped_loop_takes_nothing(backend):
+    """(asyncio's loop API: loop.close.)  A task waiting in async_get when
+    its loop is closed and dropped: its wait ends when the collector closes its coroutine, leaving the
     next item (and its wake-up) to a thread, and the queue it waited on
     lives until then."""
     q = sf.Queue()
@@ -329,20 +334,17 @@ def test_get_of_a_dropped_loop_takes_nothing(backend):
     assert got == ["x"] and time.monotonic() - begin < 1.5 and q.empty()
 
 
-def test_simplequeue_cancelled_get_takes_nothing(backend):
+def test_simplequeue_cancelled_get_takes_nothing(backend, lib):
     async def main():
         q = sf.SimpleQueue()
         for _ in range(20):
-            try:
-                async with asyncio.timeout(0.001):
-                    await q.async_get()
-            except TimeoutError:
-                pass
+            async with lib.move_on_after(0.001):
+                await q.async_get()
         q.put(1)
         await q.async_put(2)
         assert [await q.async_get(), await q.async_get()] == [1, 2]
         pytest.raises(sf.Empty, q.get_nowait)
-    run_in_loop(main())
+    run_in_loop(main(), lib)
 
 
 # --- time-outs ----------------------------------------------------------------------
@@ -375,18 +377,18 @@ def test_timeouts_threads_and_tasks():
     assert q.empty() and q.unfinished_tasks == 1
 
 
-def test_blocked_get_woken_by_a_put_from_another_kind():
+def test_blocked_get_woken_by_a_put_from_another_kind(lib):
     q = sf.Queue()
 
     async def main():
         threading.Timer(0.05, q.put, ("from a thread",)).start()
         return await q.async_get(timeout=30)
-    assert run_in_loop(main()) == "from a thread"
+    assert run_in_loop(main(), lib) == "from a thread"
 
     async def put_later():
-        await asyncio.sleep(0.05)
+        await lib.sleep(0.05)
         await q.async_put("from a task")
-    t, out = in_loop_thread(put_later)
+    t, out = lib.in_thread(put_later)
     assert q.get(timeout=30) == "from a task"
     joined(t, out)
 
@@ -421,7 +423,7 @@ def _wait_for(pred, timeout=10.0):
         time.sleep(0.005)
 
 
-def test_shutdown_wakes_blocked_puts_and_gets_of_both_kinds(backend):
+def test_shutdown_wakes_blocked_puts_and_gets_of_both_kinds(backend, lib):
     full, empty = sf.Queue(1), sf.Queue()
     full.put("x")
     results = []
@@ -438,14 +440,14 @@ def test_shutdown_wakes_blocked_puts_and_gets_of_both_kinds(backend):
                 await coro
             except sf.ShutDown:
                 results.append("shutdown")
-        await asyncio.gather(*[one(full.async_put(i)) for i in range(3)],
-                             *[one(empty.async_get()) for _ in range(3)])
+        await lib.gather(*[lambda i=i: one(full.async_put(i)) for i in range(3)],
+                         *[lambda: one(empty.async_get()) for _ in range(3)])
     threads = [threading.Thread(target=thread_side, args=(lambda: full.put("y"),))
                for _ in range(3)]
     threads += [threading.Thread(target=thread_side, args=(empty.get,)) for _ in range(3)]
     for t in threads:
         t.start()
-    lt = in_loop_thread(task_side)
+    lt = lib.in_thread(task_side)
     time.sleep(0.2)  # every waiter asleep (a late one raises ShutDown too)
     assert results == []
     full.shutdown()
@@ -473,7 +475,7 @@ def test_shutdown_immediate_discards_and_releases_join():
 
     async def ajoin():
         return await q.async_join()
-    lt = in_loop_thread(ajoin)
+    lt = Lib("asyncio").in_thread(ajoin)
     time.sleep(0.05)
     q.shutdown(immediate=True)
     assert q.qsize() == 0 and q.unfinished_tasks == 1 and t.is_alive()

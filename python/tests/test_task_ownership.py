@@ -1,6 +1,9 @@
-"""RLock owned by asyncio tasks, and Condition waited on by tasks beside
-threads: ownership, exclusion, notify between threads and tasks, time-outs,
-and cancellation that never leaves the lock unheld or a notify lost."""
+"""RLock owned by tasks, and Condition waited on by tasks beside threads:
+ownership, exclusion, notify between threads and tasks, time-outs, and
+cancellation that never leaves the lock unheld or a notify lost; under
+every library (the `lib` fixture: asyncio, uvloop, trio, anyio on asyncio
+and on trio).  The tests named asyncio_only close a waiting coroutine
+without its loop, with asyncio's loop API."""
 import asyncio
 import gc
 import threading
@@ -9,15 +12,17 @@ import time
 import pytest
 
 import squarefree
+from libs import joined
 
 
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 20))
+def run(lib, fn):
+    """fn() under lib, on a thread of its own: a hang fails the test."""
+    return joined(*lib.in_thread(fn), timeout=20)
 
 
 # --- RLock --------------------------------------------------------------------------
 
-def test_rlock_task_reenters_and_other_task_waits():
+def test_rlock_task_reenters_and_other_task_waits(lib):
     lock = squarefree.RLock()
     order = []
 
@@ -27,7 +32,7 @@ def test_rlock_task_reenters_and_other_task_waits():
                 assert lock.acquire()  # a blocking call from the owning task reenters too
                 assert lock._recursion_count() == 3
                 entered.set()
-                await asyncio.sleep(0.05)
+                await lib.sleep(0.05)
                 order.append("holder")
                 lock.release()
         order.append("holder out")
@@ -42,15 +47,15 @@ def test_rlock_task_reenters_and_other_task_waits():
             order.append("other")
 
     async def main():
-        entered = asyncio.Event()
-        await asyncio.gather(holder(entered), other(entered))
+        entered = lib.event()
+        await lib.gather(lambda: holder(entered), lambda: other(entered))
 
-    run(main())
+    run(lib, main)
     assert order == ["holder", "holder out", "other"]
     assert not lock._is_owned() and "unlocked" in repr(lock)
 
 
-def test_rlock_threads_and_tasks_exclude_each_other():
+def test_rlock_threads_and_tasks_exclude_each_other(lib):
     lock = squarefree.RLock()
     inside = [0]
     total = [0]
@@ -72,45 +77,50 @@ def test_rlock_threads_and_tasks_exclude_each_other():
             async with lock:
                 async with lock:
                     bump()
-                    await asyncio.sleep(0)
+                    await lib.sleep(0)
                     bump()
 
     async def main():
-        await asyncio.gather(*(task_worker() for _ in range(3)))
+        await lib.gather(*[task_worker] * 3)
 
     threads = [threading.Thread(target=thread_worker) for _ in range(3)]
     for t in threads:
         t.start()
-    run(main())
+    run(lib, main)
     for t in threads:
         t.join()
     assert total[0] == 3 * 300 + 3 * 300 * 2
 
 
-def test_rlock_cancelled_task_takes_nothing():
+def test_rlock_cancelled_task_takes_nothing(lib):
     lock = squarefree.RLock()
 
     async def main():
         lock.acquire()  # the main task holds it
-        waiters = [asyncio.ensure_future(lock.async_acquire()) for _ in range(20)]
-        await asyncio.sleep(0.01)
-        for w in waiters[::2]:
-            w.cancel()
-        lock.release()
         got = 0
-        for w in waiters:
-            try:
-                assert await w is True
-            except asyncio.CancelledError:
-                continue
-            got += 1
-            # the owner is the task that awaited: here that task is w, which is done,
-            # so this (main) task does not own it; release it as its owner would
-            assert not lock._is_owned()
-            lock._release_save()  # every level, whoever holds it
+        async with lib.group() as g:
+            waiters = [g.spawn(lock.async_acquire) for _ in range(20)]
+            await lib.sleep(0.01)
+            for w in waiters[::2]:
+                w.cancel()
+            lock.release()
+            while waiters:  # in the order they end (the lock's, which need not be theirs)
+                await lib.sleep(0.001)
+                for w in [w for w in waiters if w.done()]:
+                    waiters.remove(w)
+                    out = await w.outcome()
+                    if out.state == "cancelled":
+                        continue
+                    assert out.unwrap() is True
+                    got += 1
+                    # the owner is the task that awaited: here that task is w, which is
+                    # done, so this (main) task does not own it; release it as its owner
+                    # would
+                    assert not lock._is_owned()
+                    lock._release_save()  # every level, whoever holds it
         return got
 
-    assert run(main()) == 10
+    assert run(lib, main) == 10
     assert lock.acquire(False)
     lock.release()
 
@@ -118,7 +128,7 @@ def test_rlock_cancelled_task_takes_nothing():
 # --- Condition ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("locktype", [squarefree.Lock, squarefree.RLock])
-def test_tasks_and_threads_notify_each_other(locktype):
+def test_tasks_and_threads_notify_each_other(locktype, lib):
     cond = squarefree.Condition(locktype())
     items = []
     got = []
@@ -137,7 +147,7 @@ def test_tasks_and_threads_notify_each_other(locktype):
 
     async def task_producer(n):
         for i in range(n):
-            await asyncio.sleep(0.005)
+            await lib.sleep(0.005)
             async with cond:
                 items.append(i)
                 cond.notify()
@@ -147,16 +157,16 @@ def test_tasks_and_threads_notify_each_other(locktype):
         t.start()
 
     async def main():
-        await asyncio.gather(*(task_consumer() for _ in range(4)), task_producer(8))
+        await lib.gather(*[task_consumer] * 4, lambda: task_producer(8))
 
-    run(main())
+    run(lib, main)
     for t in threads:
         t.join(10)
     assert sorted(i for _, i in got) == list(range(8))
     assert {k for k, _ in got} == {"thread", "task"} or len(got) == 8
 
 
-def test_notify_all_reaches_threads_and_tasks_of_two_loops():
+def test_notify_all_reaches_threads_and_tasks_of_two_loops(lib):
     cond = squarefree.Condition()
     state = {"go": False}
     woke = []
@@ -176,8 +186,8 @@ def test_notify_all_reaches_threads_and_tasks_of_two_loops():
 
     def loop_thread(tag):
         async def main():
-            await asyncio.gather(*(task_waiter(tag) for _ in range(5)))
-        asyncio.run(main())
+            await lib.gather(*[lambda: task_waiter(tag)] * 5)
+        lib.run(main)
 
     threads = [threading.Thread(target=thread_waiter) for _ in range(5)]
     threads += [threading.Thread(target=loop_thread, args=(t,)) for t in ("loop1", "loop2")]
@@ -193,7 +203,7 @@ def test_notify_all_reaches_threads_and_tasks_of_two_loops():
     assert sorted(woke) == ["loop1"] * 5 + ["loop2"] * 5 + ["thread"] * 5
 
 
-def test_async_wait_times_out_holding_the_lock():
+def test_async_wait_times_out_holding_the_lock(lib):
     cond = squarefree.Condition(squarefree.RLock())
 
     async def main():
@@ -206,10 +216,10 @@ def test_async_wait_times_out_holding_the_lock():
                 assert await cond.async_wait(-1) is False  # passed already, as threading's
         assert not cond._is_owned()
 
-    run(main())
+    run(lib, main)
 
 
-def test_cancelled_wait_takes_the_lock_back_without_blocking_its_loop():
+def test_cancelled_wait_takes_the_lock_back_without_blocking_its_loop(lib):
     cond = squarefree.Condition(squarefree.Lock())
     events = []
 
@@ -217,50 +227,50 @@ def test_cancelled_wait_takes_the_lock_back_without_blocking_its_loop():
         async with cond:
             try:
                 await cond.async_wait()
-            except asyncio.CancelledError:
+            except lib.cancelled_exc():
                 # the lock is held again before the cancellation goes on
                 events.append(("cancelled, lock held", cond._lock.locked()))
                 raise
 
     async def main():
-        w = asyncio.ensure_future(waiter())
-        await asyncio.sleep(0.01)
-        async with cond:  # this task holds the lock while w is cancelled
-            w.cancel()
-            await asyncio.sleep(0.05)  # w must wait for the lock without blocking the loop
-            events.append("holder releases")
-        with pytest.raises(asyncio.CancelledError):
-            await w
+        async with lib.group() as g:
+            w = g.spawn(waiter)
+            await lib.sleep(0.01)
+            async with cond:  # this task holds the lock while w is cancelled
+                w.cancel()
+                await lib.sleep(0.05)  # w must wait for the lock without blocking the loop
+                events.append("holder releases")
+            assert (await w.outcome()).state == "cancelled"
         assert not cond._lock.locked()
 
-    run(main())
+    run(lib, main)
     assert events == ["holder releases", ("cancelled, lock held", True)]
 
 
-def test_notify_reaching_a_cancelled_task_goes_on():
+def test_notify_reaching_a_cancelled_task_goes_on(lib):
     for _ in range(20):  # the notified waiter is the first sleeper: cancel it each time
         cond = squarefree.Condition()
 
         async def main():
-            w1 = asyncio.ensure_future(waiter())
-            await asyncio.sleep(0.005)
-            w2 = asyncio.ensure_future(waiter())
-            await asyncio.sleep(0.005)
-            async with cond:
-                cond.notify(1)
-                w1.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await w1
-            return await asyncio.wait_for(w2, 5)
+            async with lib.group() as g:
+                w1 = g.spawn(waiter)
+                await lib.sleep(0.005)
+                w2 = g.spawn(waiter)
+                await lib.sleep(0.005)
+                async with cond:
+                    cond.notify(1)
+                    w1.cancel()
+                assert (await w1.outcome()).state == "cancelled"
+                return await w2.result()  # (within 10 s: its wait's timeout)
 
         async def waiter():
             async with cond:
                 return await cond.async_wait(10)
 
-        assert run(main()) is True
+        assert run(lib, main) is True
 
 
-def test_cancellation_at_random_points_loses_no_notify():
+def test_cancellation_at_random_points_loses_no_notify(lib):
     cond = squarefree.Condition()
     items = []
     consumed = []
@@ -278,32 +288,31 @@ def test_cancellation_at_random_points_loses_no_notify():
     async def main():
         import random
         rnd = random.Random(7)
-        consumers = [asyncio.ensure_future(consumer()) for _ in range(6)]
-        for i in range(300):
+        async with lib.group() as g:
+            consumers = [g.spawn(consumer) for _ in range(6)]
+            for i in range(300):
+                async with cond:
+                    items.append(i)
+                    cond.notify()
+                if i % 10 == 0:
+                    victim = consumers[rnd.randrange(len(consumers))]
+                    victim.cancel()
+                    assert (await victim.outcome()).state in ("ok", "cancelled")
+                    consumers.remove(victim)
+                    consumers.append(g.spawn(consumer))
+                await lib.sleep(0)
             async with cond:
-                items.append(i)
-                cond.notify()
-            if i % 10 == 0:
-                victim = consumers[rnd.randrange(len(consumers))]
-                victim.cancel()
-                try:
-                    await victim
-                except asyncio.CancelledError:
-                    pass
-                consumers.remove(victim)
-                consumers.append(asyncio.ensure_future(consumer()))
-            await asyncio.sleep(0)
-        async with cond:
-            items.extend([None] * len(consumers))
-            cond.notify_all()
-        await asyncio.gather(*consumers)
+                items.extend([None] * len(consumers))
+                cond.notify_all()
+        for c in consumers:
+            await c.result()
 
-    run(main())
+    run(lib, main)
     assert sorted(consumed) == sorted(set(consumed))  # none twice
     assert len(consumed) == 300  # none lost (a cancelled consumer never held an item)
 
 
-def test_async_wait_misuse_changes_nothing():
+def test_async_wait_misuse_changes_nothing(lib):
     async def main():
         cond = squarefree.Condition()
         with pytest.raises(RuntimeError):
@@ -318,10 +327,10 @@ def test_async_wait_misuse_changes_nothing():
                 pass
         assert repr(cond).endswith(", 0)>")
 
-    run(main())
+    run(lib, main)
 
 
-def test_no_op_is_left_after_cancelled_waits():
+def test_no_op_is_left_after_cancelled_waits(lib):
     cond = squarefree.Condition()
 
     async def main():
@@ -329,14 +338,14 @@ def test_no_op_is_left_after_cancelled_waits():
             async def waiter():
                 async with cond:
                     await cond.async_wait()
-            w = asyncio.ensure_future(waiter())
-            await asyncio.sleep(0)
-            await asyncio.sleep(0)
-            w.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await w
+            async with lib.group() as g:
+                w = g.spawn(waiter)
+                await lib.sleep(0)
+                await lib.sleep(0)
+                w.cancel()
+                assert (await w.outcome()).state == "cancelled"
 
-    run(main())
+    run(lib, main)
     gc.collect()
     assert not [o for o in gc.get_objects() if type(o).__name__ == "_LoopOp"]
     assert repr(cond).endswith(", 0)>")
@@ -365,7 +374,7 @@ def _waiter_and_holder(cond):
     return loop, ta, tb
 
 
-def test_collected_waiter_neither_hangs_nor_releases_the_holders_lock():
+def test_asyncio_only_collected_waiter_neither_hangs_nor_releases_the_holders_lock():
     # (Over an RLock, the collected holder could not release it either: a task's
     # coroutine finalised outside its loop is no longer the running task that owns it.)
     cond = squarefree.Condition(squarefree.Lock())
@@ -383,7 +392,7 @@ def test_collected_waiter_neither_hangs_nor_releases_the_holders_lock():
     assert not cond._lock.locked()
 
 
-def test_closed_while_taking_the_lock_back_keeps_exclusion():
+def test_asyncio_only_closed_while_taking_the_lock_back_keeps_exclusion():
     cond = squarefree.Condition(squarefree.Lock())
     loop, ta, tb = _waiter_and_holder(cond)
     ta.cancel()  # the waiter now waits to take the lock back, which the holder has
