@@ -305,6 +305,9 @@ its event loop's thread."""
             d = None
         else:
             d = getattr(loop, "_squarefree_driver", None) or _drivers.get(loop)
+        if d is None and ("gevent" in _sys.modules or "eventlet" in _sys.modules):
+            from ._green import driver  # a greenlet's: its hub's waiters leave as it dispatches
+            d = driver()
         _Barrier.reset(self, d.dispatch if d is not None else None)
 
 
