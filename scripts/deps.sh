@@ -27,6 +27,8 @@ PACKAGES=(
     libpython3.11-testsuite        # CPython's own lock_tests.py and test_queue.py, which the
                                    # drop-ins pass (it pulls the matching python3.11)
     python3-janus python3-anyio    # Python peers: janus's queue, anyio's CapacityLimiter
+    python3-gevent python3-eventlet python3-greenlet
+                                   # greenlets: the blocking methods wait in their hub (test_green.py)
     git ca-certificates
 )
 

@@ -28,6 +28,12 @@ task is owned by that task (another task of the same loop waits for it),
 and a Condition's tasks wait with ``await cond.async_wait()`` beside its
 threads.  Once is for threads only.
 
+gevent and eventlet greenlets use the same objects with the blocking
+methods: in a greenlet that runs under a hub, a blocking call waits in the
+hub (one squarefree loop per hub) and blocks only that greenlet; the
+libraries' Timeout and kill interrupt it, taking nothing (see _green.py).
+Under a hub, an RLock is owned by the greenlet that took it.
+
 Queue, LifoQueue, PriorityQueue and SimpleQueue are queue's, for threads
 and tasks on the same object (async_put, async_get, async_join), with
 janus's sync_q/async_q shape; shutdown() as Python 3.13's (ShutDown).

@@ -158,20 +158,28 @@ class _EventletGreen(_Green):
         self._listener = hub.add(hub.READ, d.fileno(), dispatch, closed, closed)
 
 
+_get_hub_if_exists = None  # gevent's, once gevent is imported
+_eventlet_local = None  # eventlet's per-thread hub holder, once eventlet is imported
+
+
 def _gevent_hub():
     """This thread's gevent hub, if it has one (never making one)."""
-    if "gevent" not in _sys.modules:
-        return None
-    from gevent._hub_local import get_hub_if_exists
-    return get_hub_if_exists()
+    global _get_hub_if_exists
+    if _get_hub_if_exists is None:
+        if "gevent" not in _sys.modules:
+            return None
+        from gevent._hub_local import get_hub_if_exists as _get_hub_if_exists
+    return _get_hub_if_exists()
 
 
 def _eventlet_hub():
     """This thread's eventlet hub, if it has one (never making one)."""
-    if "eventlet" not in _sys.modules:
-        return None
-    from eventlet.hubs import _threadlocal
-    return getattr(_threadlocal, "hub", None)
+    global _eventlet_local
+    if _eventlet_local is None:
+        if "eventlet" not in _sys.modules:
+            return None
+        from eventlet.hubs import _threadlocal as _eventlet_local
+    return getattr(_eventlet_local, "hub", None)
 
 
 def _hub():

@@ -423,7 +423,8 @@ PyTypeObject RLockType = {
     .tp_doc = "RLock()\n\nA reentrant lock, as threading.RLock: the holder may acquire it "
               "again, and must release it as many times; only the holder may release it.  The "
               "holder is the asyncio task that took it, when a task did (a task of the same "
-              "loop waits for it like another thread), else the thread.",
+              "loop waits for it like another thread), else the greenlet that took it under "
+              "a gevent or eventlet hub (not the thread's main one), else the thread.",
     .tp_weaklistoffset = offsetof(LockObject, weakrefs),
     .tp_dealloc = plain_dealloc,
     .tp_repr = (reprfunc)RLock_repr,

@@ -9,13 +9,14 @@
  *     is released while the thread sleeps and a signal handler that raises
  *     (Ctrl-C's KeyboardInterrupt) stops the wait as a cancellation would;
  *   - aio.c, for an asyncio task: the library's event-loop driver (one
- *     sqf_loop per asyncio loop), resolving a future at dispatch.
+ *     sqf_loop per asyncio loop), resolving a future at dispatch;
+ *   - green.c (and squarefree/_green.py), for a greenlet under a gevent or
+ *     eventlet hub: aio.c's driver again, one per hub, watched by the hub,
+ *     the greenlet switched out until its op's callback.  green_wait is
+ *     the seam every blocking method passes once its try has failed; it
+ *     answers "block as a thread" unless the caller runs under a hub.
  * A primitive's file holds its type and its thread methods; it tells aio.c
- * how a task waits on it through its kind (enum aio_kind).  A blocking
- * method called in a greenlet that runs under a gevent or eventlet hub
- * (green.c says what that means) waits in its hub instead, as a loop op
- * of the hub's own driver (aio.c's, watched by the hub): green_wait is the
- * seam every blocking method passes, once its try has failed.
+ * how a task or a greenlet waits on it through its kind (enum aio_kind).
  *
  * Objects are never freed while a thread waits on them: a method call
  * holds a reference to its object for the whole call, and a task's pending

@@ -103,8 +103,9 @@ static PyObject *Once_done(OnceObject *self, PyObject *unused)
 static PyMethodDef Once_methods[] = {
     {"run", (PyCFunction)Once_run, METH_O,
      "run(fn) -> bool\n\nCall fn() unless it has already run to the end: True if this call "
-     "ran it. Callers that arrive meanwhile wait. If fn raises, the exception reaches this "
-     "caller and a later call runs fn again."},
+     "ran it. Callers that arrive meanwhile wait (a greenlet under a gevent or eventlet hub "
+     "waits in its hub). If fn raises, the exception reaches this caller and a later call "
+     "runs fn again."},
     {"done", (PyCFunction)Once_done, METH_NOARGS, "Whether fn has run to the end."},
     {NULL, NULL, 0, NULL}};
 

@@ -626,6 +626,24 @@ def test_interrupted_condition_wait_passes_its_notify_on(lib, how):
     in_thread(lib, body)
 
 
+def test_barrier_reset_releases_greenlet_waiters(lib):
+    """reset() in a greenlet, while greenlets of its hub wait: they leave
+    with BrokenBarrierError (the reset dispatches the hub's driver), and
+    the barrier is usable again."""
+    def body(lib):
+        b = sq.Barrier(3)
+        gs = [lib.spawn(b.wait, HANG) for _ in range(2)]
+        lib.sleep(0.01)
+        b.reset()
+        for g in gs:
+            with pytest.raises(sq.BrokenBarrierError):
+                lib.get(g)
+        assert not b.broken
+        gs = [lib.spawn(b.wait, HANG) for _ in range(3)]
+        assert sorted(lib.get(g) for g in gs) == [0, 1, 2]
+    in_thread(lib, body)
+
+
 def test_interrupted_condition_wait_while_another_greenlet_holds_the_lock(lib):
     """Killed while the lock is held by another greenlet of its hub, a
     cond waiter waits for the lock in the hub (no deadlock), then raises."""
