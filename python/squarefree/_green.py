@@ -259,6 +259,7 @@ def wait(kind, target, timeout):
                 r = op.future.park()
             except BaseException:  # Timeout, GreenletExit: give back what came
                 op.abandon()
+                op = r = None  # the traceback keeps this frame: not the op, too
                 raise
         if r is not _AGAIN:  # (a barrier's reset ended: arrive again)
             return r
@@ -269,10 +270,9 @@ def _cond_wait(green, d, cond, timeout):
     lock back, whatever ends it.  Interrupted, the greenlet still waits for
     the lock (the hub runs meanwhile: another of its greenlets may hold
     it), passes on a notify that reached it, and then raises."""
-    r = d.start(_COND, cond, timeout, green)
-    if r.__class__ is not _LoopOp:
-        return r
-    op = r
+    op = d.start(_COND, cond, timeout, green)
+    if op.__class__ is not _LoopOp:
+        return op
     try:
         return op.future.park()
     except BaseException:
@@ -284,4 +284,5 @@ def _cond_wait(green, d, cond, timeout):
                 pass
         if op.result == 0:
             cond._pass_on()
+        op = None  # the traceback keeps this frame: not the op, too
         raise
