@@ -28,6 +28,8 @@ PACKAGES=(
                                    # drop-ins pass (it pulls the matching python3.11)
     python3-janus python3-anyio    # Python peers: janus's queue, anyio's CapacityLimiter
     python3-trio python3-uvloop python3-sniffio python3-outcome  # the libraries tasks run under
+    python3-gevent python3-eventlet python3-greenlet
+                                   # greenlets: the blocking methods wait in their hub (test_green.py)
     git ca-certificates
 )
 

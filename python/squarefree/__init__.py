@@ -35,6 +35,12 @@ asyncio loop).  Under trio every call is a checkpoint, as trio.Lock's, and
 a cancel scope ends a wait taking nothing; a cancelled Condition wait ends
 with the lock taken back.
 
+gevent and eventlet greenlets use the same objects with the blocking
+methods: in a greenlet that runs under a hub, a blocking call waits in the
+hub (one squarefree loop per hub) and blocks only that greenlet; the
+libraries' Timeout and kill interrupt it, taking nothing (see _green.py).
+Under a hub, an RLock is owned by the greenlet that took it.
+
 Queue, LifoQueue, PriorityQueue and SimpleQueue are queue's, for threads
 and tasks on the same object (async_put, async_get, async_join), with
 janus's sync_q/async_q shape; shutdown() as Python 3.13's (ShutDown).
@@ -342,6 +348,9 @@ its event loop's thread."""
                 d = None
             else:
                 d = getattr(loop, "_squarefree_driver", None) or _drivers.get(loop)
+        if d is None and ("gevent" in _sys.modules or "eventlet" in _sys.modules):
+            from ._green import driver  # a greenlet's: its hub's waiters leave as it dispatches
+            d = driver()
         _Barrier.reset(self, d.dispatch if d is not None else None)
 
 

@@ -37,18 +37,7 @@
  * (the future resolved, the task not yet resumed): abandon gives back at
  * once.  asyncio.wait_for's cancellation gives the same results. */
 
-enum aio_kind {
-    AK_LOCK,
-    AK_SEM,
-    AK_EVENT,
-    AK_LATCH,
-    AK_COUNTDOWN,
-    AK_BARRIER,
-    AK_BARRIER_GATE,
-    AK_LIMITER,
-    AK_RLOCK, /* an RLock's mutex: the package records the owner once it has it */
-    AK_COND,  /* a Condition's wait: the op ends with the mutex held again */
-};
+/* enum aio_kind: module.h. */
 
 /* References: the asyncio loop holds its driver (through the reader it
  * watches), the driver its pending ops, an op its future (and through its
@@ -201,6 +190,18 @@ static void aop_resolve(AOpObject *o, int r)
         PyErr_WriteUnraisable(o->future);
 }
 
+/* A cond wait over another lock than squarefree's (a greenlet's only:
+ * tasks are refused it) that ended with r holds the Condition's gate
+ * again: free it now, as a thread frees it once awake.  Held until the
+ * greenlet runs, it would stop the hub's next notifier, whose wait for
+ * the gate is a thread's: the gate is held only across a few C steps. */
+static void gate_free(AOpObject *o, int r)
+{
+    if (o->kind != AK_COND || ((CondObject *)o->target)->fast) return;
+    if (r == 0 || r == ETIMEDOUT || r == ECANCELED) /* (else it never let go) */
+        sqf_mutex_unlock(&((CondObject *)o->target)->gate);
+}
+
 /* The sqf_loop callback, from dispatch on the loop's thread (GIL held). */
 static void aop_done(sqf_loop_op *op, int r, void *arg)
 {
@@ -208,6 +209,7 @@ static void aop_done(sqf_loop_op *op, int r, void *arg)
     AOpObject *o = arg;
     o->pending = 0;
     o->result = r;
+    gate_free(o, r);
     PyObject *type = NULL, *exc = NULL, *tb = NULL;
     PyErr_Fetch(&type, &exc, &tb); /* a barrier action's, set aside while we call Python */
     if (!o->abandoned) {
@@ -246,11 +248,15 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
     case AK_RLOCK:
         return sqf_loop_mutex_lock(l, &o->op, &((LockObject *)t)->mu, deadline, NULL, aop_done, o);
     case AK_COND: {
+        /* Over another lock (a greenlet's wait only: see aop_done), the
+         * cond waits on the Condition's gate, as a thread's wait does. */
         CondObject *c = (CondObject *)t;
-        if (!o->lock || !c->fast) return EINVAL;
-        return sqf_loop_cond_wait(l, &o->op, &c->c, &((LockObject *)o->lock)->mu, deadline, NULL,
-                                  aop_done, o);
+        if (!o->lock) return EINVAL;
+        sqf_mutex *m = c->fast ? &((LockObject *)o->lock)->mu : &c->gate;
+        return sqf_loop_cond_wait(l, &o->op, &c->c, m, deadline, NULL, aop_done, o);
     }
+    case AK_ONCE:
+        return sqf_loop_event_wait(l, &o->op, once_idle(t), deadline, NULL, aop_done, o);
     case AK_SEM:
         return sqf_loop_sem_acquire(l, &o->op, &((SemObject *)t)->s, deadline, NULL, aop_done, o);
     case AK_EVENT:
@@ -288,6 +294,7 @@ static PyTypeObject *const aio_types[] = {
     [AK_LIMITER] = &LimiterWaitType,
     [AK_RLOCK] = &RLockType,
     [AK_COND] = &CondType,
+    [AK_ONCE] = &OnceType,
 };
 
 /* _try(kind, target, timeout): the wait's value (True) if it can end now
@@ -357,6 +364,7 @@ static const char *const aio_kind_names[] = {
     [AK_LIMITER] = "limiter",
     [AK_RLOCK] = "rlock",
     [AK_COND] = "cond",
+    [AK_ONCE] = "once",
 };
 
 int aio_init(PyObject *m)
@@ -426,6 +434,7 @@ static PyObject *Driver_start(DriverObject *self, PyObject *args)
     PyObject_GC_Track(o);
     int r = aop_start(o, deadline);
     if (r != EINPROGRESS) { /* at once: no callback, no future */
+        gate_free(o, r);
         PyObject *value = aop_value(o, r);
         Py_DECREF(o);
         return value;

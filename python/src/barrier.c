@@ -92,6 +92,10 @@ static PyObject *Barrier_wait(BarrierObject *self, PyObject *args, PyObject *kw)
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
     int large = deadline_of(timeout == Py_None ? self->timeout : timeout, &op.deadline);
     if (large < 0) return NULL;
+    /* A greenlet under a hub arrives in its hub (which waits out a reset
+     * too).  No try first: an arrival is no try. */
+    PyObject *v;
+    if (green_wait(AK_BARRIER, (PyObject *)self, op.deadline, &v)) return v;
     int raised;
     while (self->resetting) { /* arrivals wait for the waiters that reset() broke to leave */
         struct sqf_waitop rop = sqf_op_blocking(SQF_FOREVER, NULL);

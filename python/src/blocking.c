@@ -62,20 +62,6 @@ int run_wait(struct sqf_waitop *op, sqf_step_fn step, int *raised)
     return r;
 }
 
-/* A wait taking (timeout=None): parse it, then run step on op (its part of
- * the union filled).  The step's result, or -1 with an exception set (a
- * timeout past TIMEOUT_MAX: OverflowError if the wait would have slept). */
-int timed_wait(PyObject *args, PyObject *kw, struct sqf_waitop *op, sqf_step_fn step)
-{
-    static char *kwlist[] = {"timeout", NULL};
-    PyObject *timeout = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:wait", kwlist, &timeout)) return -1;
-    int large = deadline_of(timeout, &op->deadline);
-    if (large < 0) return -1;
-    int raised, r = run_wait(op, step, &raised);
-    return raised ? -1 : too_large(large, r);
-}
-
 int blocking_init(void)
 {
     sqf_sem_init(&turnstile, 1, 1, SQF_PRIVATE);

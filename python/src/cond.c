@@ -143,10 +143,13 @@ static PyObject *cond_wait_fast(CondObject *self, struct sqf_waitop *op)
     l->owner = 0;
     op->u.cond.m = &l->mu;
     self->waiting++;
-    int raised, r = run_wait(op, sqf_cond_wait_step_, &raised);
+    PyObject *v;
+    int g = green_wait(AK_COND, (PyObject *)self, op->deadline, &v); /* a greenlet's */
+    int raised = 0, r = g ? 0 : run_wait(op, sqf_cond_wait_step_, &raised);
     self->waiting--;
     l->owner = owner; /* held again, whatever the wait returned */
     l->count = count;
+    if (g) return v;
     return raised ? NULL : bool_result(r, "Condition.wait failed");
 }
 
@@ -161,9 +164,12 @@ static PyObject *cond_wait_any(CondObject *self, struct sqf_waitop *op)
     }
     op->u.cond.m = &self->gate;
     self->waiting++;
-    int raised, r = run_wait(op, sqf_cond_wait_step_, &raised);
+    /* A greenlet's wait ends with the gate free already (aio.c's gate_free). */
+    PyObject *v = NULL;
+    int g = green_wait(AK_COND, (PyObject *)self, op->deadline, &v);
+    int raised = g < 0, r = g ? 0 : run_wait(op, sqf_cond_wait_step_, &raised);
     self->waiting--;
-    sqf_mutex_unlock(&self->gate);
+    if (!g) sqf_mutex_unlock(&self->gate);
     PyObject *type, *exc, *tb;
     PyErr_Fetch(&type, &exc, &tb); /* a signal handler's, raised after the lock is back */
     PyObject *back = Cond_acquire_restore(self, saved);
@@ -176,6 +182,7 @@ static PyObject *cond_wait_any(CondObject *self, struct sqf_waitop *op)
     }
     Py_DECREF(back);
     PyErr_Restore(type, exc, tb);
+    if (g) return v; /* (NULL if raised) */
     return raised ? NULL : bool_result(r, "Condition.wait failed");
 }
 

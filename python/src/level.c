@@ -2,6 +2,33 @@
  * each sleeps until a condition holds, and one call wakes every waiter. */
 #include "module.h"
 
+/* A level wait taking (timeout=None): parse it, then wait with step on op
+ * (its part of the union filled) unless `ready` (the level holds: the
+ * wait's first step ends it at once).  A greenlet under a hub waits in
+ * its hub (green.c).  The wait's value, made by value_of from the step's
+ * result (the hub's wait makes the same), or NULL raised (a timeout past
+ * TIMEOUT_MAX: OverflowError if the wait would have slept). */
+static PyObject *level_wait(PyObject *self, PyObject *args, PyObject *kw, struct sqf_waitop *op,
+                            sqf_step_fn step, int kind, int ready, PyObject *(*value_of)(int))
+{
+    static char *kwlist[] = {"timeout", NULL};
+    PyObject *timeout = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:wait", kwlist, &timeout)) return NULL;
+    int large = deadline_of(timeout, &op->deadline);
+    if (large < 0) return NULL;
+    PyObject *v;
+    int g = ready ? 0 : green_wait(kind, self, op->deadline, &v);
+    if (g) return v;
+    int raised, r = run_wait(op, step, &raised);
+    if (raised || too_large(large, r) < 0) return NULL;
+    return value_of(r);
+}
+
+static PyObject *event_value(int r)
+{
+    return bool_result(r, "Event.wait failed");
+}
+
 static int Event_init(EventObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {NULL};
@@ -36,7 +63,8 @@ static PyObject *Event_wait(EventObject *self, PyObject *args, PyObject *kw)
 {
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
     op.u.event.e = &self->ev;
-    return bool_result(timed_wait(args, kw, &op, sqf_event_wait_step_), "Event.wait failed");
+    return level_wait((PyObject *)self, args, kw, &op, sqf_event_wait_step_, AK_EVENT,
+                      sqf_event_is_set(&self->ev), event_value);
 }
 
 /* threading's deprecated alias, with its warning. */
@@ -128,8 +156,8 @@ static PyObject *Latch_wait(LatchObject *self, PyObject *args, PyObject *kw)
 {
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
     op.u.latch.l = &self->l;
-    int r = timed_wait(args, kw, &op, sqf_latch_wait_step_);
-    return r < 0 ? NULL : latch_result(r);
+    return level_wait((PyObject *)self, args, kw, &op, sqf_latch_wait_step_, AK_LATCH,
+                      sqf_latch_try_wait(&self->l) != EBUSY, latch_result);
 }
 
 static PyObject *Latch_arrive_and_wait(LatchObject *self, PyObject *args)
@@ -143,6 +171,15 @@ static PyObject *Latch_arrive_and_wait(LatchObject *self, PyObject *args)
     if (e == EPIPE) return latch_result(e);
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
     op.u.latch.l = &self->l;
+    PyObject *v;
+    int g = sqf_latch_try_wait(&self->l) == EBUSY
+                ? green_wait(AK_LATCH, (PyObject *)self, SQF_FOREVER, &v)
+                : 0;
+    if (g) { /* True, or raised */
+        Py_XDECREF(v);
+        if (g < 0 || !v) return NULL;
+        Py_RETURN_NONE;
+    }
     int raised, r = run_wait(&op, sqf_latch_wait_step_, &raised);
     if (raised) return NULL;
     if (r == 0) Py_RETURN_NONE;
@@ -223,12 +260,19 @@ static PyObject *Countdown_down(CountdownObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *countdown_value(int r)
+{
+    return bool_result(r, "CountdownEvent.wait failed");
+}
+
 static PyObject *Countdown_wait(CountdownObject *self, PyObject *args, PyObject *kw)
 {
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
     op.u.countdown.c = &self->c;
-    return bool_result(timed_wait(args, kw, &op, sqf_countdown_wait_step_),
-                       "CountdownEvent.wait failed");
+    unsigned v = 1;
+    sqf_countdown_value(&self->c, &v);
+    return level_wait((PyObject *)self, args, kw, &op, sqf_countdown_wait_step_, AK_COUNTDOWN,
+                      v == 0, countdown_value);
 }
 
 static PyObject *Countdown_value(CountdownObject *self, void *closure)

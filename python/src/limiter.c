@@ -269,17 +269,55 @@ static PyObject *current_task(void)
 }
 
 /* The default borrower: the current asyncio or trio task when called
- * from one, else the current thread (a new reference; NULL raised). */
+ * from one, else the current greenlet under a hub (as an RLock's owner),
+ * else the current thread (a new reference; NULL raised). */
 static PyObject *current_borrower(void)
 {
     PyObject *task = current_task();
     if (task != Py_None) return task;
     Py_DECREF(task);
+    PyObject *g = green_current();
+    if (g) return g;
     PyObject *threading = PyImport_Import(threading_name);
     if (!threading) return NULL;
     PyObject *thread = PyObject_CallMethod(threading, "current_thread", NULL);
     Py_DECREF(threading);
     return thread;
+}
+
+/* A task's or a greenlet's wait for a token, made of the claim c (whose
+ * references move to it; c is left empty), or NULL raised (c intact). */
+static LimiterWaitObject *wait_of_claim(LimiterObject *self, struct claim *c)
+{
+    LimiterWaitObject *w = PyObject_GC_New(LimiterWaitObject, &LimiterWaitType);
+    if (!w) return NULL;
+    w->lim = (LimiterObject *)Py_NewRef(self);
+    w->key = c->key;
+    w->rec = c->rec;
+    c->key = c->rec = NULL;
+    w->state = WAIT_NONE;
+    PyObject_GC_Track(w);
+    return w;
+}
+
+/* A greenlet under a hub waits for its token in the hub, as a task does
+ * (AK_LIMITER: the op's callback records it): 1 taken and recorded, 0
+ * timed out, -1 raised (what reached it given back), with c's references
+ * moved into the wait; 2 if the caller is no such greenlet (c intact). */
+static int limiter_green(LimiterObject *self, struct claim *c, sqf_deadline deadline)
+{
+    if (!green_maybe()) return 2;
+    LimiterWaitObject *w = wait_of_claim(self, c);
+    if (!w) return -1;
+    PyObject *v;
+    int g = green_wait(AK_LIMITER, (PyObject *)w, deadline, &v);
+    if (g == 0) { /* the claim goes back to the thread's wait */
+        c->key = w->key;
+        c->rec = w->rec;
+        w->key = w->rec = NULL;
+    }
+    Py_DECREF(w);
+    return g == 0 ? 2 : g < 0 ? -1 : green_truth(v);
 }
 
 /* One acquisition for borrower (NULL: the default): 1 taken, 0 not (not
@@ -295,6 +333,11 @@ static int acquire_for(LimiterObject *self, PyObject *borrower, int blocking, sq
     if (r) return r;
     if (!blocking) {
         r = sqf_sem_tryacquire(&self->s) == 0 ? 0 : ETIMEDOUT;
+    } else if (sqf_sem_tryacquire(&self->s) == 0) {
+        r = 0;
+    } else if ((r = limiter_green(self, &c, deadline)) != 2) {
+        claim_drop(&c);
+        return r;
     } else {
         struct sqf_waitop op = sqf_op_blocking(deadline, NULL);
         op.u.sem.s = &self->s;
@@ -424,16 +467,8 @@ static PyObject *Limiter_async_prepare(LimiterObject *self, PyObject *borrower)
     struct claim c;
     int r = claim_prepare(self, borrower, &c);
     if (r) return r < 0 ? NULL : Py_NewRef(Py_None);
-    LimiterWaitObject *w = PyObject_GC_New(LimiterWaitObject, &LimiterWaitType);
-    if (!w) {
-        claim_drop(&c);
-        return NULL;
-    }
-    w->lim = (LimiterObject *)Py_NewRef(self);
-    w->key = c.key; /* the claim's references move to w */
-    w->rec = c.rec;
-    w->state = WAIT_NONE;
-    PyObject_GC_Track(w);
+    LimiterWaitObject *w = wait_of_claim(self, &c);
+    if (!w) claim_drop(&c);
     return (PyObject *)w;
 }
 

@@ -65,8 +65,16 @@ int mutex_take(sqf_mutex *mu, sqf_deadline deadline)
     return -1;
 }
 
+/* Take the lock until deadline: 1 taken, 0 not, -1 raised.  A greenlet
+ * under a hub waits in its hub (green.c). */
 static int lock_take(LockObject *self, sqf_deadline deadline)
 {
+    if (sqf_mutex_trylock(&self->mu) == 0) return 1;
+    if (deadline == 0) return 0;
+    PyObject *v;
+    int kind = PyObject_TypeCheck((PyObject *)self, &RLockType) ? AK_RLOCK : AK_LOCK;
+    int g = green_wait(kind, (PyObject *)self, deadline, &v);
+    if (g) return g < 0 ? -1 : green_truth(v);
     return mutex_take(&self->mu, deadline);
 }
 
@@ -100,8 +108,8 @@ static PyObject *Lock_exit(LockObject *self, PyObject *args)
     return exit_result(Lock_release(self, NULL));
 }
 
-/* An RLock's owner is the asyncio task that runs now in this thread, if
- * one does, else the thread: a task that holds it may take it again, and
+/* An RLock's owner is the asyncio or trio task that runs now in this
+ * thread, if one does, else the thread: a task that holds it may take it again, and
  * another task of the same loop (the same thread) waits for it, as with
  * aiologic's RLock; in a thread without a running task (every program of
  * threads alone) this is threading's rule.  A task's identity is its
@@ -112,7 +120,7 @@ static PyObject *Lock_exit(LockObject *self, PyObject *args)
  * asyncio's own C functions find the running loop and its current task;
  * they are looked up once asyncio has been imported, and a program that
  * never imports it pays one dictionary lookup per call. */
-unsigned long lock_owner_now(void)
+static unsigned long task_or_thread(void)
 {
     static PyObject *name, *get_running_loop, *current_task; /* kept for good */
     /* --- trio: a trio task running in this thread owns it, as an asyncio
@@ -152,6 +160,25 @@ unsigned long lock_owner_now(void)
     Py_XDECREF(loop);
     PyErr_Clear(); /* asyncio failing to answer: the thread owns it */
     PyErr_Restore(type, exc, tb);
+    return owner;
+}
+
+unsigned long lock_owner_now(void)
+{
+    unsigned long me = PyThread_get_thread_ident(), owner = task_or_thread();
+    /* --- greenlets: under a gevent or eventlet hub, the greenlet that runs
+     * now owns it (green.c says what "under a hub" means), unless it is its
+     * thread's main greenlet, which is the thread (so a lock the main
+     * greenlet took before its hub existed is still its own).  Identity by
+     * address, as a task's. */
+    if (owner == me) {
+        PyObject *g = green_current();
+        if (g) {
+            owner = (unsigned long)(uintptr_t)g;
+            Py_DECREF(g);
+        }
+    }
+    /* --- end of greenlets */
     return owner;
 }
 
@@ -404,7 +431,8 @@ PyTypeObject RLockType = {
     .tp_doc = "RLock()\n\nA reentrant lock, as threading.RLock: the holder may acquire it "
               "again, and must release it as many times; only the holder may release it.  The "
               "holder is the asyncio or trio task that took it, when a task did (a task of "
-              "the same loop waits for it like another thread), else the thread.",
+              "the same loop waits for it like another thread), else the greenlet that took "
+              "it under a gevent or eventlet hub (not the thread's main one), else the thread.",
     .tp_weaklistoffset = offsetof(LockObject, weakrefs),
     .tp_dealloc = plain_dealloc,
     .tp_repr = (reprfunc)RLock_repr,

@@ -39,7 +39,7 @@ PyMODINIT_FUNC PyInit__squarefree(void)
                            "RCapacityLimiter"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
-    if (blocking_init() < 0) return NULL;
+    if (blocking_init() < 0 || green_init() < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     BrokenLatchError = PyErr_NewExceptionWithDoc(

@@ -9,9 +9,14 @@
  *     is released while the thread sleeps and a signal handler that raises
  *     (Ctrl-C's KeyboardInterrupt) stops the wait as a cancellation would;
  *   - aio.c, for an asyncio task: the library's event-loop driver (one
- *     sqf_loop per asyncio loop), resolving a future at dispatch.
+ *     sqf_loop per asyncio loop), resolving a future at dispatch;
+ *   - green.c (and squarefree/_green.py), for a greenlet under a gevent or
+ *     eventlet hub: aio.c's driver again, one per hub, watched by the hub,
+ *     the greenlet switched out until its op's callback.  green_wait is
+ *     the seam every blocking method passes once its try has failed; it
+ *     answers "block as a thread" unless the caller runs under a hub.
  * A primitive's file holds its type and its thread methods; it tells aio.c
- * how a task waits on it through its kind (enum aio_kind).
+ * how a task or a greenlet waits on it through its kind (enum aio_kind).
  *
  * Objects are never freed while a thread waits on them: a method call
  * holds a reference to its object for the whole call, and a task's pending
@@ -92,10 +97,6 @@ void gil_take_back(PyThreadState *ts);
  * exception is pending (the caller gives back what the wait took, if
  * anything, and returns NULL). */
 int run_wait(struct sqf_waitop *op, sqf_step_fn step, int *raised);
-
-/* A wait taking (timeout=None): parse it, then run step on op (its part of
- * the union filled).  The step's result, or -1 with an exception set. */
-int timed_wait(PyObject *args, PyObject *kw, struct sqf_waitop *op, sqf_step_fn step);
 
 /* --- the objects ------------------------------------------------------------ */
 
@@ -182,6 +183,22 @@ struct barrier_call {
 };
 void barrier_action(void *arg);
 
+/* The kinds of wait a loop op (aio.c) makes: the package names them in
+ * _KINDS; the blocking methods pass them to green_wait. */
+enum aio_kind {
+    AK_LOCK,
+    AK_SEM,
+    AK_EVENT,
+    AK_LATCH,
+    AK_COUNTDOWN,
+    AK_BARRIER,
+    AK_BARRIER_GATE,
+    AK_LIMITER,
+    AK_RLOCK, /* an RLock's mutex: the package records the owner once it has it */
+    AK_COND,  /* a Condition's wait: the op ends with the mutex held again */
+    AK_ONCE,  /* a greenlet's wait for a Once's run to end (once_idle) */
+};
+
 extern PyTypeObject EventType, LatchType, CountdownType, SemType, BSemType, LockType, RLockType,
     CondType, OnceType, BarrierType, DriverType, AOpType;
 
@@ -227,7 +244,8 @@ PyObject *RLock_release(LockObject *self, PyObject *unused);
 int lock_is_owned(LockObject *self); /* by the caller (a Lock: held at all) */
 
 /* Who takes an RLock now: the asyncio or trio task running in this
- * thread, if any, else the thread (lock.c says why). */
+ * thread, if any, else the greenlet running under a hub (not its thread's
+ * main one), else the thread (lock.c says why). */
 unsigned long lock_owner_now(void);
 
 /* trio (trio.c): whether a trio task runs now in this thread, as sniffio
@@ -242,5 +260,38 @@ int trio_init(PyObject *m);
 /* Take mu until deadline (0: one try), the GIL released while asleep; a
  * signal handler that raises stops the wait.  1 taken, 0 not, -1 raised. */
 int mutex_take(sqf_mutex *mu, sqf_deadline deadline);
+
+/* A Once's event that is set while no run of its fn is under way: a
+ * greenlet waits on it (AK_ONCE), then tries again. */
+sqf_event *once_idle(PyObject *once);
+
+/* --- greenlets (green.c) ---------------------------------------------------- */
+
+/* The seam of the blocking methods: called once the method's try has
+ * failed (the wait would sleep).  If the calling greenlet runs under a
+ * gevent or eventlet hub, the wait is the hub's: a loop op of kind on
+ * target until deadline, the greenlet switched out meanwhile.  Returns 0
+ * (not under a hub: block as a thread), 1 (*value is the method's value,
+ * as the loop op gives it: True/False, a barrier's index...), or -1 (an
+ * exception: the hub's Timeout, GreenletExit..., after the wait gave back
+ * what had reached it).  A deadline that has passed is the thread's (a
+ * try), except for a cond wait (it must take its lock back).  Costs two
+ * dictionary lookups (sys.modules) when neither library is imported. */
+int green_wait(int kind, PyObject *target, sqf_deadline deadline, PyObject **value);
+
+/* Whether gevent or eventlet is imported (without either no hub exists):
+ * for a caller that would prepare something for green_wait. */
+int green_maybe(void);
+
+/* green_wait's value as a truth: 1 or 0 (the reference dropped). */
+int green_truth(PyObject *value);
+
+/* The current greenlet if it runs under a hub and is not its thread's
+ * main greenlet (a new reference), else NULL, no exception either way:
+ * the owner of an RLock and the default borrower of a limiter. */
+PyObject *green_current(void);
+
+/* Intern its names at import: 0, or -1 raised. */
+int green_init(void);
 
 #endif

@@ -104,6 +104,9 @@ static int sem_take(SemObject *sem, int block, sqf_deadline deadline)
 {
     if (sqf_sem_tryacquire(&sem->s) == 0) return 1;
     if (!block) return 0;
+    PyObject *v;
+    int g = green_wait(AK_SEM, (PyObject *)sem, deadline, &v); /* a greenlet's wait */
+    if (g) return g < 0 ? -1 : green_truth(v);
     struct sqf_waitop op = sqf_op_blocking(deadline, NULL);
     op.u.sem.s = &sem->s;
     int raised, r = run_wait(&op, sqf_sem_acquire_step_, &raised);

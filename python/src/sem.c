@@ -56,6 +56,9 @@ static PyObject *Sem_acquire(SemObject *self, PyObject *args, PyObject *kw)
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
     int large = deadline_of(timeout, &op.deadline);
     if (large < 0) return NULL;
+    if (sqf_sem_tryacquire(&self->s) == 0) Py_RETURN_TRUE;
+    PyObject *v;
+    if (green_wait(AK_SEM, (PyObject *)self, op.deadline, &v)) return v; /* a greenlet's */
     op.u.sem.s = &self->s;
     int raised, r = run_wait(&op, sqf_sem_acquire_step_, &raised);
     if (raised) {
