@@ -35,6 +35,16 @@ janus's sync_q/async_q shape; shutdown() as Python 3.13's (ShutDown).
 From anyio and aiologic, for threads and tasks alike: CapacityLimiter and
 RCapacityLimiter, BinarySemaphore and BoundedBinarySemaphore, Flag and
 ResourceGuard.
+
+Between processes: Lock, RLock, Condition, Semaphore, BoundedSemaphore, the
+binary semaphores, Event, Latch, CountdownEvent, Barrier and RobustLock
+take ``shared=True`` (a shared-memory block the module allocates) or
+``shared=<memory>, offset=k`` (a SharedMemory, an mmap, any writable
+buffer); ``Type.attach(memory, offset)`` finds one another process made.
+A shared object is inherited across fork and pickles by name for spawn
+and forkserver children.  RobustLock tells the next locker that its
+holder died (OwnerDiedError).  Queues, limiters, flags, guards and Once
+stay within their process.
 """
 import sys as _sys
 import time as _time
@@ -44,15 +54,17 @@ from _thread import _local as _threading_local
 from . import _squarefree as _c
 from ._squarefree import (BoundedSemaphore as _BoundedSemaphore, BrokenBarrierError,
                           BrokenLatchError, CountdownEvent as _CountdownEvent, Event as _Event,
-                          Latch as _Latch, Lock as _Lock, Once, RLock as _RLock,
+                          Latch as _Latch, Lock as _Lock, LockNotRecoverableError, Once,
+                          OwnerDiedError, RLock as _RLock, RobustLock,
                           Semaphore as _Semaphore,
                           Barrier as _Barrier, _Condition)
 
 __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchError", "Condition",
            "BinarySemaphore", "BoundedBinarySemaphore", "BusyResourceError", "CapacityLimiter",
            "CountdownEvent", "Empty", "Event", "Flag", "Full", "Latch", "LifoQueue", "Lock",
-           "Once", "PriorityQueue", "Queue", "QueueShutDown", "RCapacityLimiter", "RLock",
-           "ResourceGuard", "Semaphore", "ShutDown", "SimpleQueue", "WouldBlock"]
+           "LockNotRecoverableError", "Once", "OwnerDiedError", "PriorityQueue", "Queue",
+           "QueueShutDown", "RCapacityLimiter", "RLock", "ResourceGuard", "RobustLock",
+           "Semaphore", "ShutDown", "SimpleQueue", "WouldBlock"]
 
 # --- asyncio ---------------------------------------------------------------------------
 
@@ -344,8 +356,10 @@ class Condition(_Condition):
     cond.async_wait_for(predicate)``; threads and tasks notify each other.
     """
 
-    def __init__(self, lock=None):
-        _Condition.__init__(self, RLock() if lock is None else lock)
+    def __init__(self, lock=None, *, shared=None, offset=None):
+        if lock is None:
+            lock = RLock(shared=True) if shared is True else RLock()
+        _Condition.__init__(self, lock, shared=shared, offset=offset)
 
     def wait_for(self, predicate, timeout=None):
         """Wait until predicate() is true, at most timeout seconds; return
