@@ -84,9 +84,39 @@ static void unlink_mine(void)
         }
 }
 
+/* multiprocessing's children end with os._exit, which runs no Py_AtExit
+ * function: a process's first block also registers unlink_mine with
+ * multiprocessing.util.Finalize, which their _bootstrap runs (and the
+ * parent's atexit).  A program without multiprocessing needs none. */
+static void unlink_at_multiprocessing_exit(void)
+{
+    static long registered_pid;
+    if (registered_pid == my_pid) return;
+    registered_pid = my_pid;
+    PyObject *util = PyImport_ImportModule("multiprocessing.util");
+    PyObject *m = util ? PyImport_ImportModule("squarefree._squarefree") : NULL;
+    PyObject *fn = m ? PyObject_GetAttrString(m, "_unlink_blocks") : NULL;
+    PyObject *r =
+        fn ? PyObject_CallMethod(util, "Finalize", "OOOi", Py_None, fn, PyTuple_New(0), 0) : NULL;
+    if (!r) PyErr_Clear(); /* Py_AtExit remains */
+    Py_XDECREF(r);
+    Py_XDECREF(fn);
+    Py_XDECREF(m);
+    Py_XDECREF(util);
+}
+
+static PyObject *unlink_blocks(PyObject *unused, PyObject *noargs)
+{
+    (void)unused;
+    (void)noargs;
+    unlink_mine();
+    Py_RETURN_NONE;
+}
+
 static struct shm_block *block_new(void)
 {
     static unsigned counter;
+    unlink_at_multiprocessing_exit();
     struct shm_block *b = calloc(1, sizeof *b);
     if (!b) return (struct shm_block *)PyErr_NoMemory();
     int fd = -1;
@@ -500,6 +530,10 @@ static PyMethodDef reduce_def = {
 static PyGetSetDef shared_def = {"shared", Shareable_shared, NULL,
                                  "Whether the object's state is in shared memory.", NULL};
 
+static PyMethodDef unlink_blocks_def = {
+    "_unlink_blocks", (PyCFunction)unlink_blocks, METH_NOARGS,
+    "Unlink the names of the blocks this process made (at its exit; internal)."};
+
 static PyMethodDef attach_named_def = {
     "_attach_named", (PyCFunction)attach_named, METH_VARARGS,
     "_attach_named(cls, name, offset, extras)\n\nUnpickle a shared object (internal)."};
@@ -539,10 +573,16 @@ int shared_init(PyObject *m)
         PyType_Modified(kinds[i].type);
     }
     PyObject *modname = PyModule_GetNameObject(m);
-    PyObject *fn = modname ? PyCFunction_NewEx(&attach_named_def, NULL, modname) : NULL;
+    PyMethodDef *defs[] = {&attach_named_def, &unlink_blocks_def};
+    for (size_t i = 0; i < 2; i++) {
+        PyObject *fn = modname ? PyCFunction_NewEx(defs[i], NULL, modname) : NULL;
+        int r = fn ? PyModule_AddObjectRef(m, defs[i]->ml_name, fn) : -1;
+        Py_XDECREF(fn);
+        if (r < 0) {
+            Py_XDECREF(modname);
+            return -1;
+        }
+    }
     Py_XDECREF(modname);
-    if (!fn) return -1;
-    int r = PyModule_AddObjectRef(m, "_attach_named", fn);
-    Py_DECREF(fn);
-    return r;
+    return 0;
 }
