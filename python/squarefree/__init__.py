@@ -425,12 +425,32 @@ class Condition(_Condition):
         self.notify_all()
 
 
+_SHARED_DOC = """
+
+Between processes: shared=True puts its state in a shared-memory block
+the module allocates; shared=<memory>, offset=k in a SharedMemory, an mmap
+or any writable buffer (Type.shared_size bytes, 8-byte aligned), and
+Type.attach(memory, offset) finds one another process made there.  A
+shared object is inherited by fork and pickles by name for spawn and
+forkserver children; a private one refuses to pickle (TypeError).  Threads
+and tasks of every process wait on it (tasks need the io_uring loop
+backend: OSError(ENOTSUP) with the fallback)."""
+
+for _cls in (Lock, RLock, Semaphore, BoundedSemaphore, Event, Latch, CountdownEvent, Barrier,
+             Condition):
+    _cls.__doc__ += _SHARED_DOC
+Condition.__doc__ += """  A shared Condition needs a shared
+Lock or RLock (Condition(shared=True) makes a shared RLock)."""
+
 # The queues wait with _wait on the types above: imported last.
 from ._queue import (Empty, Full, LifoQueue, PriorityQueue, Queue,  # noqa: E402
                      QueueShutDown, ShutDown, SimpleQueue)
 
 # aiologic's and anyio's primitives that threading lacks (need _wait above).
 from ._binary import BinarySemaphore, BoundedBinarySemaphore  # noqa: E402
+for _cls in (BinarySemaphore, BoundedBinarySemaphore):
+    _cls.__doc__ += _SHARED_DOC
+del _cls
 from ._flags import Flag  # noqa: E402
 from ._guards import BusyResourceError, ResourceGuard  # noqa: E402
 from ._limiters import CapacityLimiter, RCapacityLimiter, WouldBlock  # noqa: E402

@@ -258,7 +258,8 @@ PyTypeObject BarrierType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)Barrier_traverse,
     .tp_clear = (inquiry)Barrier_clear,
-    .tp_doc = "Barrier(parties, action=None, timeout=None)\n\nA cyclic barrier, as "
+    .tp_doc = "Barrier(parties, action=None, timeout=None, *, shared=None, offset=None)\n\nA "
+              "cyclic barrier, as "
               "threading.Barrier: each phase waits for `parties` threads, the last to arrive "
               "runs action() and releases all of them with one system call.",
     .tp_weaklistoffset = offsetof(BarrierObject, weakrefs),

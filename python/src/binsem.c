@@ -74,7 +74,8 @@ PyTypeObject BinSemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.BinarySemaphore",
     .tp_basicsize = sizeof(SemObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "BinarySemaphore(value=1)\n\nA semaphore whose value is 0 or 1; a release at 1 "
+    .tp_doc = "BinarySemaphore(value=1, *, shared=None, offset=None)\n\nA semaphore whose value is "
+              "0 or 1; a release at 1 "
               "leaves it at 1.",
     .tp_base = &SemType,
     .tp_init = (initproc)BinSem_init,
@@ -85,7 +86,8 @@ PyTypeObject BBinSemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.BoundedBinarySemaphore",
     .tp_basicsize = sizeof(SemObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "BoundedBinarySemaphore(value=1)\n\nA binary semaphore whose release at 1 raises "
+    .tp_doc = "BoundedBinarySemaphore(value=1, *, shared=None, offset=None)\n\nA binary semaphore "
+              "whose release at 1 raises "
               "ValueError, as BoundedSemaphore's past its bound.",
     .tp_base = &BinSemType,
 };

@@ -80,7 +80,8 @@ PyTypeObject EventType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Event",
     .tp_basicsize = sizeof(EventObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Event()\n\nA flag that threads wait for, as threading.Event: set() wakes every "
+    .tp_doc = "Event(*, shared=None, offset=None)\n\nA flag that threads wait for, as "
+              "threading.Event: set() wakes every "
               "waiter with one system call, and the event can be cleared and reused.",
     .tp_weaklistoffset = offsetof(EventObject, weakrefs),
     .tp_dealloc = shareable_dealloc,
@@ -187,7 +188,8 @@ PyTypeObject LatchType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Latch",
     .tp_basicsize = sizeof(LatchObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Latch(count)\n\nA single-use countdown: wait() blocks until count_down() has "
+    .tp_doc = "Latch(count, *, shared=None, offset=None)\n\nA single-use countdown: wait() blocks "
+              "until count_down() has "
               "brought the count to zero, then every waiter is woken with one system call. "
               "The seed's cure for starting n threads.",
     .tp_weaklistoffset = offsetof(LatchObject, weakrefs),
@@ -279,7 +281,8 @@ PyTypeObject CountdownType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.CountdownEvent",
     .tp_basicsize = sizeof(CountdownObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "CountdownEvent(value=0)\n\nA reusable count: up() and down() move it, and wait() "
+    .tp_doc = "CountdownEvent(value=0, *, shared=None, offset=None)\n\nA reusable count: up() and "
+              "down() move it, and wait() "
               "blocks until it is zero. The seed's cure for serialising n threads whose number "
               "is not known in advance.",
     .tp_weaklistoffset = offsetof(CountdownObject, weakrefs),

@@ -403,7 +403,8 @@ PyTypeObject LockType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Lock",
     .tp_basicsize = sizeof(LockObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Lock()\n\nA mutual-exclusion lock, as threading.Lock: any thread may release "
+    .tp_doc = "Lock(*, shared=None, offset=None)\n\nA mutual-exclusion lock, as threading.Lock: "
+              "any thread may release "
               "it; a release of an unlocked lock raises RuntimeError.  An unlock wakes at most "
               "one waiter, and a thread that keeps re-taking the lock passes it on after a "
               "short turn, so waiters are served in turn (no starvation).",
@@ -419,7 +420,8 @@ PyTypeObject RLockType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree.RLock",
     .tp_basicsize = sizeof(LockObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "RLock()\n\nA reentrant lock, as threading.RLock: the holder may acquire it "
+    .tp_doc = "RLock(*, shared=None, offset=None)\n\nA reentrant lock, as threading.RLock: the "
+              "holder may acquire it "
               "again, and must release it as many times; only the holder may release it.  The "
               "holder is the asyncio task that took it, when a task did (a task of the same "
               "loop waits for it like another thread), else the thread.",

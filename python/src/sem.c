@@ -143,7 +143,8 @@ PyTypeObject SemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Semaphore",
     .tp_basicsize = sizeof(SemObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Semaphore(value=1)\n\nA counting semaphore, as threading.Semaphore; release(n) "
+    .tp_doc = "Semaphore(value=1, *, shared=None, offset=None)\n\nA counting semaphore, as "
+              "threading.Semaphore; release(n) "
               "wakes up to n waiters with one system call.",
     .tp_weaklistoffset = offsetof(SemObject, weakrefs),
     .tp_dealloc = shareable_dealloc,
@@ -158,7 +159,8 @@ PyTypeObject BSemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.BoundedSemaphore",
     .tp_basicsize = sizeof(SemObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "BoundedSemaphore(value=1)\n\nA semaphore whose value may not exceed its initial "
+    .tp_doc = "BoundedSemaphore(value=1, *, shared=None, offset=None)\n\nA semaphore whose value "
+              "may not exceed its initial "
               "value: a release beyond it raises ValueError, as threading.BoundedSemaphore.",
     .tp_base = &SemType, /* as threading's: a BoundedSemaphore is a Semaphore */
     .tp_new = Sem_new,
