@@ -6,6 +6,7 @@ a waiter killed while asleep, a RobustLock's holder killed, and nothing
 left in /dev/shm.  Every wait has a generous timeout that guards a hang;
 nothing is timed."""
 import asyncio
+import contextlib
 import gc
 import mmap
 import os
@@ -38,20 +39,44 @@ def shm_names(pids=None):
     return [n for n in names if any(n.startswith("squarefree-%d-" % p) for p in pids)]
 
 
-def run(ctx, target, args_list):
-    """Start one process per args tuple, join them; every exit code is 0."""
+@contextlib.contextmanager
+def processes(ctx, target, args_list):
+    """One started process per args tuple; any still alive at the end is killed."""
     ps = [ctx.Process(target=target, args=args) for args in args_list]
     for p in ps:
         p.start()
+    try:
+        yield ps
+    finally:
+        for p in ps:
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+
+def joined(ps):
+    """Join them (a hang guard): every exit code is 0."""
     stop = time.monotonic() + 2 * LONG
     for p in ps:
         p.join(max(0.0, stop - time.monotonic()))
-    hung = [p for p in ps if p.is_alive()]
-    for p in hung:
-        p.kill()
-        p.join()
-    assert not hung, "a process is still blocked (a lost wake-up?)"
+    assert not any(p.is_alive() for p in ps), "a process is still blocked (a lost wake-up?)"
     assert [p.exitcode for p in ps] == [0] * len(ps)
+
+
+def notify_until_gone(cond, ps):
+    """A notify reaches only the waiters asleep by then: notify all until the
+    processes have left (each exits after one wake-up)."""
+    deadline = time.monotonic() + LONG
+    while any(p.is_alive() for p in ps) and time.monotonic() < deadline:
+        with cond:
+            cond.notify_all()
+        time.sleep(0.05)
+
+
+def run(ctx, target, args_list):
+    """Start one process per args tuple, join them; every exit code is 0."""
+    with processes(ctx, target, args_list) as ps:
+        joined(ps)
 
 
 # --- exclusion: a counter in shared memory never loses an update ---------------------
@@ -171,20 +196,10 @@ def test_wake_all(method, kind):
             with obj:
                 flag.value = 1
                 obj.notify_all()
-    ps = [ctx.Process(target=target, args=(ready, obj) + extra) for _ in range(n)]
-    for p in ps:
-        p.start()
-    try:
+    with processes(ctx, target, [(ready, obj) + extra] * n) as ps:
         assert ready.wait(LONG)
         fire()
-        for p in ps:
-            p.join(LONG)
-        assert [p.exitcode for p in ps] == [0] * n
-    finally:
-        for p in ps:
-            if p.is_alive():
-                p.kill()
-                p.join()
+        joined(ps)
     if kind == "Barrier":
         assert indices.value == (1 << (n + 1)) - 1  # each arrival index once
 
@@ -226,22 +241,11 @@ def test_threads_and_tasks_in_two_processes(method):
     lock, ev = sf.Lock(shared=True), sf.Event(shared=True)
     ready = sf.Latch(2, shared=True)
     counter = ctx.RawValue("q", 0)
-    ps = [ctx.Process(target=_threads_and_tasks, args=(lock, counter, ev, ready, 300))
-          for _ in range(2)]
-    for p in ps:
-        p.start()
-    try:
+    with processes(ctx, _threads_and_tasks, [(lock, counter, ev, ready, 300)] * 2) as ps:
         assert ready.wait(LONG)
         time.sleep(0.2)  # most tasks and threads asleep on the event (not required)
         ev.set()
-        for p in ps:
-            p.join(2 * LONG)
-        assert [p.exitcode for p in ps] == [0, 0]
-    finally:
-        for p in ps:
-            if p.is_alive():
-                p.kill()
-                p.join()
+        joined(ps)
     assert counter.value == 2 * 4 * 300
 
 
@@ -271,10 +275,7 @@ def test_tasks_of_other_processes_woken(kind):
            "Semaphore": lambda: sf.Semaphore(0, shared=True),
            "Condition": lambda: sf.Condition(shared=True)}[kind]()
     ready = sf.Latch(n, shared=True)
-    ps = [ctx.Process(target=_task_waits, args=(obj, kind, ready)) for _ in range(n)]
-    for p in ps:
-        p.start()
-    try:
+    with processes(ctx, _task_waits, [(obj, kind, ready)] * n) as ps:
         assert ready.wait(LONG)
         time.sleep(0.3)  # the tasks asleep, most likely (not required but for Condition)
         if kind == "Event":
@@ -286,20 +287,8 @@ def test_tasks_of_other_processes_woken(kind):
         elif kind == "Semaphore":
             obj.release(n)
         else:
-            # A notify must find the waiters asleep: keep notifying until all left.
-            deadline = time.monotonic() + LONG
-            while any(p.is_alive() for p in ps) and time.monotonic() < deadline:
-                with obj:
-                    obj.notify_all()
-                time.sleep(0.05)
-        for p in ps:
-            p.join(LONG)
-        assert [p.exitcode for p in ps] == [0] * n
-    finally:
-        for p in ps:
-            if p.is_alive():
-                p.kill()
-                p.join()
+            notify_until_gone(obj, ps)
+        joined(ps)
 
 
 # --- a waiter killed while asleep ----------------------------------------------------------
@@ -334,10 +323,7 @@ def test_waiter_killed_while_asleep(kind):
     if kind == "Lock":
         obj.acquire()
     ready = sf.Latch(n, shared=True)
-    ps = [ctx.Process(target=_sleep_on, args=(kind, obj, ready)) for _ in range(n)]
-    for p in ps:
-        p.start()
-    try:
+    with processes(ctx, _sleep_on, [(kind, obj, ready)] * n) as ps:
         assert ready.wait(LONG)
         time.sleep(0.3)  # asleep, most likely: the test holds either way
         os.kill(ps[0].pid, signal.SIGKILL)
@@ -350,21 +336,10 @@ def test_waiter_killed_while_asleep(kind):
         elif kind == "Lock":
             obj.release()
         elif kind == "Condition":
-            deadline = time.monotonic() + LONG
-            while any(p.is_alive() for p in ps[1:]) and time.monotonic() < deadline:
-                with obj:
-                    obj.notify_all()
-                time.sleep(0.05)
+            notify_until_gone(obj, ps[1:])
         elif kind == "Barrier":
             obj.wait(LONG)  # the dead party arrived before it died: this completes the phase
-        for p in ps[1:]:
-            p.join(LONG)
-        assert [p.exitcode for p in ps[1:]] == [0] * (n - 1)
-    finally:
-        for p in ps:
-            if p.is_alive():
-                p.kill()
-                p.join()
+        joined(ps[1:])
     if kind == "Semaphore":
         assert obj.value == 0  # the dead waiter took no permit, the live ones one each
     if kind == "Lock":
