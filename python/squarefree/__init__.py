@@ -48,7 +48,18 @@ janus's sync_q/async_q shape; shutdown() as Python 3.13's (ShutDown).
 From anyio and aiologic, for threads and tasks alike: CapacityLimiter and
 RCapacityLimiter, BinarySemaphore and BoundedBinarySemaphore, Flag and
 ResourceGuard.
+
+Between processes: Lock, RLock, Condition, Semaphore, BoundedSemaphore, the
+binary semaphores, Event, Latch, CountdownEvent, Barrier and RobustLock
+take ``shared=True`` (a shared-memory block the module allocates) or
+``shared=<memory>, offset=k`` (a SharedMemory, an mmap, any writable
+buffer); ``Type.attach(memory, offset)`` finds one another process made.
+A shared object is inherited across fork and pickles by name for spawn
+and forkserver children.  RobustLock tells the next locker that its
+holder died (OwnerDiedError).  Queues, limiters, flags, guards and Once
+stay within their process.
 """
+import os as _os
 import sys as _sys
 import time as _time
 import weakref as _weakref
@@ -57,15 +68,32 @@ from _thread import _local as _threading_local
 from . import _squarefree as _c
 from ._squarefree import (BoundedSemaphore as _BoundedSemaphore, BrokenBarrierError,
                           BrokenLatchError, CountdownEvent as _CountdownEvent, Event as _Event,
-                          Latch as _Latch, Lock as _Lock, Once, RLock as _RLock,
+                          Latch as _Latch, Lock as _Lock, LockNotRecoverableError, Once,
+                          OwnerDiedError, RLock as _RLock, RobustLock,
                           Semaphore as _Semaphore,
                           Barrier as _Barrier, _Condition)
 
 __all__ = ["Barrier", "BoundedSemaphore", "BrokenBarrierError", "BrokenLatchError", "Condition",
            "BinarySemaphore", "BoundedBinarySemaphore", "BusyResourceError", "CapacityLimiter",
            "CountdownEvent", "Empty", "Event", "Flag", "Full", "Latch", "LifoQueue", "Lock",
-           "Once", "PriorityQueue", "Queue", "QueueShutDown", "RCapacityLimiter", "RLock",
-           "ResourceGuard", "Semaphore", "ShutDown", "SimpleQueue", "WouldBlock"]
+           "LockNotRecoverableError", "Once", "OwnerDiedError", "PriorityQueue", "Queue",
+           "QueueShutDown", "RCapacityLimiter", "RLock", "ResourceGuard", "RobustLock",
+           "Semaphore", "ShutDown", "SimpleQueue", "WouldBlock"]
+
+# --- greenlets: after a fork ------------------------------------------------------------
+
+
+def _after_fork_in_child():
+    """A forked child inherits its thread's gevent and eventlet hubs, which
+    it cannot use unless gevent re-initialises them (_green.py says why),
+    whether or not a greenlet has waited yet: registered at import, so that
+    no fork comes before it."""
+    if "gevent" in _sys.modules or "eventlet" in _sys.modules:
+        from ._green import _after_fork_in_child as forget
+        forget()
+
+
+_os.register_at_fork(after_in_child=_after_fork_in_child)
 
 # --- asyncio ---------------------------------------------------------------------------
 
@@ -390,8 +418,10 @@ class Condition(_Condition):
     cond.async_wait_for(predicate)``; threads and tasks notify each other.
     """
 
-    def __init__(self, lock=None):
-        _Condition.__init__(self, RLock() if lock is None else lock)
+    def __init__(self, lock=None, *, shared=None, offset=None):
+        if lock is None:
+            lock = RLock(shared=True) if shared is True else RLock()
+        _Condition.__init__(self, lock, shared=shared, offset=offset)
 
     def wait_for(self, predicate, timeout=None):
         """Wait until predicate() is true, at most timeout seconds; return
@@ -457,12 +487,32 @@ class Condition(_Condition):
         self.notify_all()
 
 
+_SHARED_DOC = """
+
+Between processes: shared=True puts its state in a shared-memory block
+the module allocates; shared=<memory>, offset=k in a SharedMemory, an mmap
+or any writable buffer (Type.shared_size bytes, 8-byte aligned), and
+Type.attach(memory, offset) finds one another process made there.  A
+shared object is inherited by fork and pickles by name for spawn and
+forkserver children; a private one refuses to pickle (TypeError).  Threads
+and tasks of every process wait on it (tasks need the io_uring loop
+backend: OSError(ENOTSUP) with the fallback)."""
+
+for _cls in (Lock, RLock, Semaphore, BoundedSemaphore, Event, Latch, CountdownEvent, Barrier,
+             Condition):
+    _cls.__doc__ += _SHARED_DOC
+Condition.__doc__ += """  A shared Condition needs a shared
+Lock or RLock (Condition(shared=True) makes a shared RLock)."""
+
 # The queues wait with _wait on the types above: imported last.
 from ._queue import (Empty, Full, LifoQueue, PriorityQueue, Queue,  # noqa: E402
                      QueueShutDown, ShutDown, SimpleQueue)
 
 # aiologic's and anyio's primitives that threading lacks (need _wait above).
 from ._binary import BinarySemaphore, BoundedBinarySemaphore  # noqa: E402
+for _cls in (BinarySemaphore, BoundedBinarySemaphore):
+    _cls.__doc__ += _SHARED_DOC
+del _cls
 from ._flags import Flag  # noqa: E402
 from ._guards import BusyResourceError, ResourceGuard  # noqa: E402
 from ._limiters import CapacityLimiter, RCapacityLimiter, WouldBlock  # noqa: E402

@@ -1,5 +1,6 @@
 from types import TracebackType
-from typing import Any, Callable, Generic, NamedTuple, Optional, Tuple, Type, TypeVar
+from typing import (Any, Callable, ClassVar, Generic, NamedTuple, Optional, Tuple, Type,
+                    TypeVar, Union)
 
 _T = TypeVar("_T")
 
@@ -7,6 +8,36 @@ from queue import Empty as Empty, Full as Full
 from threading import BrokenBarrierError as BrokenBarrierError
 
 class BrokenLatchError(RuntimeError): ...
+
+class OwnerDiedError(RuntimeError):
+    """A RobustLock's holder died holding it; the caller holds it now: repair, then consistent()."""
+
+class LockNotRecoverableError(RuntimeError):
+    """A RobustLock released after OwnerDiedError without consistent(): unusable for good."""
+
+# Where a shareable object's state goes: True (a block the module allocates
+# in /dev/shm), or the caller's memory (a multiprocessing SharedMemory, an
+# mmap, any writable buffer) at `offset`; None or False: private.
+_Memory = Any
+_Shared = Union[None, bool, _Memory]
+
+_S = TypeVar("_S", bound="_Shareable")
+
+class _Shareable:
+    """An object whose state may live in shared memory, used by several processes."""
+
+    shared_size: ClassVar[int]
+    """Bytes its state takes in caller memory (at an offset that is a multiple of 8)."""
+    @property
+    def shared(self) -> bool:
+        """Whether its state is in shared memory."""
+    @classmethod
+    def attach(cls: Type[_S], memory: _Memory, offset: int = 0) -> _S:
+        """The object another process made in memory this process maps too
+        (nothing initialised; ValueError if no such object is there)."""
+    def __reduce__(self) -> Any:
+        """A shared object pickles by its memory's name and offset; a private one,
+        or one in memory without a name, raises TypeError."""
 
 class _Held:
     """with obj: acquire() on entry, release() on exit."""
@@ -31,8 +62,8 @@ class _AsyncHeld:
         tb: Optional[TracebackType],
     ) -> None: ...
 
-class Event:
-    def __init__(self) -> None: ...
+class Event(_Shareable):
+    def __init__(self, *, shared: _Shared = None, offset: Optional[int] = None) -> None: ...
     async def async_wait(self, timeout: Optional[float] = None) -> bool: ...
     def is_set(self) -> bool: ...
     def isSet(self) -> bool:
@@ -45,16 +76,20 @@ class Event:
     def clear(self) -> None: ...
     def wait(self, timeout: Optional[float] = None) -> bool: ...
 
-class Latch:
-    def __init__(self, count: int) -> None: ...
+class Latch(_Shareable):
+    def __init__(
+        self, count: int, *, shared: _Shared = None, offset: Optional[int] = None
+    ) -> None: ...
     def count_down(self, n: int = 1) -> None: ...
     def wait(self, timeout: Optional[float] = None) -> bool: ...
     async def async_wait(self, timeout: Optional[float] = None) -> bool: ...
     def arrive_and_wait(self, n: int = 1) -> None: ...
     def abort(self) -> None: ...
 
-class CountdownEvent:
-    def __init__(self, value: int = 0) -> None: ...
+class CountdownEvent(_Shareable):
+    def __init__(
+        self, value: int = 0, *, shared: _Shared = None, offset: Optional[int] = None
+    ) -> None: ...
     @property
     def value(self) -> int: ...
     def up(self, n: int = 1) -> None: ...
@@ -62,8 +97,10 @@ class CountdownEvent:
     def wait(self, timeout: Optional[float] = None) -> bool: ...
     async def async_wait(self, timeout: Optional[float] = None) -> bool: ...
 
-class Semaphore(_Held, _AsyncHeld):
-    def __init__(self, value: int = 1) -> None: ...
+class Semaphore(_Held, _AsyncHeld, _Shareable):
+    def __init__(
+        self, value: int = 1, *, shared: _Shared = None, offset: Optional[int] = None
+    ) -> None: ...
     @property
     def value(self) -> int: ...
     def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool: ...
@@ -72,8 +109,8 @@ class Semaphore(_Held, _AsyncHeld):
 
 class BoundedSemaphore(Semaphore): ...
 
-class Lock(_Held, _AsyncHeld):
-    def __init__(self) -> None: ...
+class Lock(_Held, _AsyncHeld, _Shareable):
+    def __init__(self, *, shared: _Shared = None, offset: Optional[int] = None) -> None: ...
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
     async def async_acquire(self, timeout: Optional[float] = None) -> bool: ...
     def release(self) -> None: ...
@@ -87,10 +124,10 @@ class Lock(_Held, _AsyncHeld):
     def _acquire_restore(self, state: None) -> None: ...
     def _at_fork_reinit(self) -> None: ...
 
-class RLock(_Held, _AsyncHeld):
-    """Owned by the asyncio task that took it, else by the thread."""
+class RLock(_Held, _AsyncHeld, _Shareable):
+    """Owned by the asyncio task that took it, else by the thread (of its process, when shared)."""
 
-    def __init__(self) -> None: ...
+    def __init__(self, *, shared: _Shared = None, offset: Optional[int] = None) -> None: ...
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
     async def async_acquire(self, timeout: Optional[float] = None) -> bool: ...
     def release(self) -> None: ...
@@ -101,12 +138,23 @@ class RLock(_Held, _AsyncHeld):
     def _recursion_count(self) -> int: ...
     def _at_fork_reinit(self) -> None: ...
 
-class Condition(_Held, _AsyncHeld):
+class Condition(_Held, _AsyncHeld, _Shareable):
     """Tasks (async with, async_wait, async_wait_for) need a squarefree Lock or RLock."""
 
-    def __init__(self, lock: Optional[Any] = None) -> None:
+    def __init__(
+        self, lock: Optional[Any] = None, *, shared: _Shared = None,
+        offset: Optional[int] = None
+    ) -> None:
         """Any lock: a squarefree Lock or RLock (the fast path), or any
-        object with acquire() and release()."""
+        object with acquire() and release().  A shared Condition needs a
+        shared squarefree Lock or RLock (shared=True makes a shared RLock
+        if lock is None)."""
+    @classmethod
+    def attach(  # type: ignore[override]
+        cls, memory: _Memory, offset: int = 0, *, lock: Any
+    ) -> "Condition":
+        """The Condition another process made there, over `lock` (its shared
+        lock, attached in this process)."""
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
     def release(self) -> None: ...
     def wait(self, timeout: Optional[float] = None) -> bool: ...
@@ -127,16 +175,34 @@ class Condition(_Held, _AsyncHeld):
     def _acquire_restore(self, state: Any) -> None: ...
     def _at_fork_reinit(self) -> None: ...
 
+class RobustLock(_Held, _Shareable):
+    """A lock that survives its holder's death (OwnerDiedError to the next
+    locker, who then holds it); owned by a thread, not reentrant; threads only."""
+
+    def __init__(self, *, shared: _Shared = None, offset: Optional[int] = None) -> None: ...
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
+    def release(self) -> None: ...
+    def consistent(self) -> None: ...
+    def locked(self) -> bool: ...
+
 class Once:
     def __init__(self) -> None: ...
     def run(self, fn: Callable[[], object]) -> bool: ...
     def done(self) -> bool: ...
 
-class Barrier:
+class Barrier(_Shareable):
     def __init__(
         self, parties: int, action: Optional[Callable[[], object]] = None,
-        timeout: Optional[float] = None
+        timeout: Optional[float] = None, *, shared: _Shared = None,
+        offset: Optional[int] = None
     ) -> None: ...
+    @classmethod
+    def attach(  # type: ignore[override]
+        cls, memory: _Memory, offset: int = 0, *,
+        action: Optional[Callable[[], object]] = None, timeout: Optional[float] = None
+    ) -> "Barrier":
+        """The Barrier another process made there, with this process's own
+        action and default timeout."""
     @property
     def parties(self) -> int: ...
     @property
@@ -227,7 +293,9 @@ class SimpleQueue(Generic[_T]):
 class BinarySemaphore(Semaphore):
     """A Semaphore whose value is 0 or 1; a release at 1 leaves it at 1."""
 
-    def __init__(self, value: int = 1) -> None: ...
+    def __init__(
+        self, value: int = 1, *, shared: _Shared = None, offset: Optional[int] = None
+    ) -> None: ...
     def release(self, n: int = 1) -> None: ...
 
 class BoundedBinarySemaphore(BinarySemaphore):

@@ -38,6 +38,42 @@ _COND = _c._KINDS["cond"]
 # Per hub, its _Green (made on first use), where the hub lets us store it.
 _hubs = _weakref.WeakKeyDictionary()
 
+# After a fork the child has the forking thread alone, with that thread's
+# hubs as they were, but their loops share the parent's epoll set and the
+# drivers the parent's io_uring rings: neither may be used there.  So the
+# child forgets every driver (keeping the objects, whose clean-up would
+# unregister the parent's descriptors from the shared epoll set), and a
+# hub it inherited counts as no hub (its greenlets block as threads) unless
+# gevent re-initialises it: gevent's own fork does, where os is
+# monkey-patched (gevent.reinit).  eventlet never does.
+_stale = _weakref.WeakSet()
+_inherited = []
+
+
+def _after_fork_in_child():
+    """The package's at-fork hook calls this in the child (see above)."""
+    for hub in (_gevent_hub(), _eventlet_hub()):
+        if hub is None:
+            continue
+        green = getattr(hub, "_squarefree_green", None) or _hubs.pop(hub, None)
+        if green is not None:
+            _inherited.append(green)
+            try:
+                del hub._squarefree_green
+            except AttributeError:
+                pass
+        if not (hub is _gevent_hub() and _gevent_forks_reinit()):
+            _stale.add(hub)
+    for green in list(_hubs.values()):  # other threads' hubs: gone with them
+        _inherited.append(green)
+    _hubs.clear()
+
+
+def _gevent_forks_reinit():
+    monkey = _sys.modules.get("gevent.monkey")
+    return monkey is not None and monkey.is_module_patched("os")
+
+
 
 class _Future:
     """What the driver resolves: the C code calls set_result,
@@ -190,11 +226,15 @@ def _hub():
     cur = _getcurrent()
     found = []
     gh = _gevent_hub()
+    if gh is not None and gh in _stale:
+        gh = None
     if gh is not None:
         if cur is gh:
             return None
         found.append((gh, gh, _GeventGreen))
     eh = _eventlet_hub()
+    if eh is not None and eh in _stale:
+        eh = None
     if eh is not None:
         if cur is eh.greenlet:
             return None

@@ -2,6 +2,7 @@
 #include "module.h"
 
 #include <poll.h>
+#include <string.h>
 
 /* A _LoopDriver is one sqf_loop, made for one asyncio event loop (the
  * package's _driver() makes it on first use and watches its descriptor with
@@ -134,16 +135,36 @@ static PyObject *Driver_backend(DriverObject *self, void *closure)
 /* Give back what a wait that ended with 0 took, for a task that gave up. */
 static void aop_undo(AOpObject *o)
 {
-    if (o->kind == AK_LOCK || o->kind == AK_RLOCK) sqf_mutex_unlock(&((LockObject *)o->target)->mu);
-    if (o->kind == AK_SEM) sqf_sem_release(&((SemObject *)o->target)->s, 1);
+    if (o->kind == AK_LOCK || o->kind == AK_RLOCK)
+        sqf_mutex_unlock(&((LockObject *)o->target)->st->mu);
+    if (o->kind == AK_SEM) sqf_sem_release(&((SemObject *)o->target)->st->s, 1);
     if (o->kind == AK_LIMITER) limiter_wait_undo(o->target);
     /* Events, latches, countdowns, a barrier's phase and gate: nothing taken.
      * A cond wait keeps the mutex it took back: its waiter must hold it. */
 }
 
+/* A task's (or a greenlet's) wait on a process-shared object where the loop's backend cannot
+ * serve it: the fallback backend's user-space wait table does not see a
+ * wake made by another process (the C library ends such a wait with
+ * ENOTSUP); io_uring's futex waits do. */
+static PyObject *shared_wait_unsupported(void)
+{
+    PyObject *args = Py_BuildValue(
+        "(is)", ENOTSUP,
+        "a task or a greenlet cannot wait on a process-shared object with the fallback loop "
+        "backend (no io_uring futex waits here): wait in a thread (loop.run_in_executor, a "
+        "thread pool), or use a private object");
+    if (args) {
+        PyErr_SetObject(PyExc_OSError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
 /* The Python value of a finished wait, or NULL with the exception set. */
 static PyObject *aop_value(AOpObject *o, int r)
 {
+    if (r == ENOTSUP) return shared_wait_unsupported();
     switch (o->kind) {
     case AK_LATCH:
         return latch_result(r);
@@ -199,7 +220,7 @@ static void gate_free(AOpObject *o, int r)
 {
     if (o->kind != AK_COND || ((CondObject *)o->target)->fast) return;
     if (r == 0 || r == ETIMEDOUT || r == ECANCELED) /* (else it never let go) */
-        sqf_mutex_unlock(&((CondObject *)o->target)->gate);
+        sqf_mutex_unlock(&((CondObject *)o->target)->st->gate);
 }
 
 /* The sqf_loop callback, from dispatch on the loop's thread (GIL held). */
@@ -226,8 +247,8 @@ static void aop_done(sqf_loop_op *op, int r, void *arg)
         /* The cond op took the mutex back for a coroutine that is gone: free
          * it, and pass on a notify it consumed. */
         CondObject *c = (CondObject *)o->target;
-        if (r == 0 && c->waiting) sqf_cond_signal(&c->c);
-        sqf_mutex_unlock(&((LockObject *)o->lock)->mu);
+        if (r == 0 && COND_WAITING(c)) sqf_cond_signal(&c->st->c);
+        sqf_mutex_unlock(&((LockObject *)o->lock)->st->mu);
     } else if (o->abandoned) {
         if (r == 0) aop_undo(o);
         if (PyErr_Occurred()) PyErr_WriteUnraisable(o->target); /* nobody to raise it in */
@@ -246,35 +267,39 @@ static int aop_start(AOpObject *o, sqf_deadline deadline)
     switch (o->kind) {
     case AK_LOCK:
     case AK_RLOCK:
-        return sqf_loop_mutex_lock(l, &o->op, &((LockObject *)t)->mu, deadline, NULL, aop_done, o);
+        return sqf_loop_mutex_lock(l, &o->op, &((LockObject *)t)->st->mu, deadline, NULL, aop_done,
+                                   o);
     case AK_COND: {
         /* Over another lock (a greenlet's wait only: see aop_done), the
          * cond waits on the Condition's gate, as a thread's wait does. */
         CondObject *c = (CondObject *)t;
         if (!o->lock) return EINVAL;
-        sqf_mutex *m = c->fast ? &((LockObject *)o->lock)->mu : &c->gate;
-        return sqf_loop_cond_wait(l, &o->op, &c->c, m, deadline, NULL, aop_done, o);
+        sqf_mutex *m = c->fast ? &((LockObject *)o->lock)->st->mu : &c->st->gate;
+        return sqf_loop_cond_wait(l, &o->op, &c->st->c, m, deadline, NULL, aop_done, o);
     }
     case AK_ONCE:
         return sqf_loop_event_wait(l, &o->op, once_idle(t), deadline, NULL, aop_done, o);
     case AK_SEM:
-        return sqf_loop_sem_acquire(l, &o->op, &((SemObject *)t)->s, deadline, NULL, aop_done, o);
+        return sqf_loop_sem_acquire(l, &o->op, &((SemObject *)t)->st->s, deadline, NULL, aop_done,
+                                    o);
     case AK_EVENT:
-        return sqf_loop_event_wait(l, &o->op, &((EventObject *)t)->ev, deadline, NULL, aop_done, o);
+        return sqf_loop_event_wait(l, &o->op, &((EventObject *)t)->st->ev, deadline, NULL, aop_done,
+                                   o);
     case AK_LATCH:
-        return sqf_loop_latch_wait(l, &o->op, &((LatchObject *)t)->l, deadline, NULL, aop_done, o);
+        return sqf_loop_latch_wait(l, &o->op, &((LatchObject *)t)->st->l, deadline, NULL, aop_done,
+                                   o);
     case AK_COUNTDOWN:
-        return sqf_loop_countdown_wait(l, &o->op, &((CountdownObject *)t)->c, deadline, NULL,
+        return sqf_loop_countdown_wait(l, &o->op, &((CountdownObject *)t)->st->c, deadline, NULL,
                                        aop_done, o);
     case AK_BARRIER_GATE:
-        return sqf_loop_event_wait(l, &o->op, &((BarrierObject *)t)->reset_done, deadline, NULL,
+        return sqf_loop_event_wait(l, &o->op, &((BarrierObject *)t)->st->reset_done, deadline, NULL,
                                    aop_done, o);
     case AK_LIMITER:
         return sqf_loop_sem_acquire(l, &o->op, limiter_wait_sem(t), deadline, NULL, aop_done, o);
     case AK_BARRIER: {
         BarrierObject *b = (BarrierObject *)t;
         o->call.self = b;
-        return sqf_loop_barrier_wait_fn(l, &o->op, &b->b, deadline, NULL,
+        return sqf_loop_barrier_wait_fn(l, &o->op, &b->st->b, deadline, NULL,
                                         b->action ? barrier_action : NULL, &o->call, &o->index,
                                         aop_done, o);
     }
@@ -331,13 +356,13 @@ static PyObject *aio_try(PyObject *unused, PyObject *const *args, Py_ssize_t nar
     switch (kind) {
     case AK_LOCK:
     case AK_RLOCK:
-        done = sqf_mutex_trylock(&((LockObject *)t)->mu) == 0;
+        done = sqf_mutex_trylock(&((LockObject *)t)->st->mu) == 0;
         break;
     case AK_SEM:
-        done = sqf_sem_tryacquire(&((SemObject *)t)->s) == 0;
+        done = sqf_sem_tryacquire(&((SemObject *)t)->st->s) == 0;
         break;
     case AK_EVENT:
-        done = sqf_event_is_set(&((EventObject *)t)->ev);
+        done = sqf_event_is_set(&((EventObject *)t)->st->ev);
         break;
     default:
         break;
@@ -411,12 +436,15 @@ static PyObject *Driver_start(DriverObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "_LoopDriver.start: wrong kind or object");
         return NULL;
     }
+    if (kind != AK_LIMITER && ((ShareableObject *)target)->where.shared &&
+        strcmp(sqf_loop_backend(self->loop), "fallback") == 0)
+        return shared_wait_unsupported();
     sqf_deadline deadline;
     if (kind == AK_BARRIER && timeout == Py_None) timeout = ((BarrierObject *)target)->timeout;
     int large = deadline_of(timeout, &deadline);
     if (large < 0) return NULL;
     if (large) deadline = SQF_FOREVER; /* asyncio has no TIMEOUT_MAX */
-    if (kind == AK_BARRIER && ((BarrierObject *)target)->resetting) kind = AK_BARRIER_GATE;
+    if (kind == AK_BARRIER && BARRIER_RESETTING((BarrierObject *)target)) kind = AK_BARRIER_GATE;
     AOpObject *o = PyObject_GC_New(AOpObject, &AOpType);
     if (!o) return NULL;
     o->driver = (DriverObject *)Py_NewRef(self);

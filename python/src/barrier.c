@@ -5,12 +5,15 @@
 
 PyObject *BrokenBarrierError; /* threading.BrokenBarrierError */
 
+SHAREABLE_NEW(Barrier_new, BarrierObject)
+
 static int Barrier_init(BarrierObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"parties", "action", "timeout", NULL};
+    static char *kwlist[] = {"parties", "action", "timeout", "shared", "offset", NULL};
     long long parties;
-    PyObject *action = Py_None, *timeout = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|OO:Barrier", kwlist, &parties, &action, &timeout))
+    PyObject *action = Py_None, *timeout = Py_None, *shared = NULL, *offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|OO$OO:Barrier", kwlist, &parties, &action,
+                                     &timeout, &shared, &offset))
         return -1;
     if (init_once(self->timeout != NULL, (PyObject *)self) < 0) return -1; /* set by init */
     if (parties < 1 || parties > SQF_BARRIER_MAX) {
@@ -23,13 +26,43 @@ static int Barrier_init(BarrierObject *self, PyObject *args, PyObject *kw)
     }
     sqf_deadline unused;
     if (deadline_of(timeout, &unused) < 0) return -1;
-    sqf_barrier_init(&self->b, (unsigned)parties, SQF_PRIVATE);
+    if (placement_place((ShareableObject *)self, shared, offset, sizeof(struct barrier_state)) < 0)
+        return -1;
+    sqf_barrier_init(&self->st->b, (unsigned)parties, SQF_FLAGS_OF(self));
     Py_XSETREF(self->action, action == Py_None ? NULL : Py_NewRef(action));
     Py_XSETREF(self->timeout, Py_NewRef(timeout));
     self->runner = 0;
-    self->resetting = 0;
-    sqf_event_init(&self->reset_done, SQF_PRIVATE);
-    sqf_event_set(&self->reset_done);
+    self->st->resetting = 0;
+    sqf_event_init(&self->st->reset_done, SQF_FLAGS_OF(self));
+    sqf_event_set(&self->st->reset_done);
+    placement_done((ShareableObject *)self, MAGIC_BARRIER);
+    self->initialised = 1;
+    return 0;
+}
+
+/* A shared barrier's process-local part, for its pickle: (action, timeout),
+ * each process's own. */
+PyObject *barrier_extras(PyObject *self)
+{
+    BarrierObject *b = (BarrierObject *)self;
+    if (!b->timeout) return raise_errno(EINVAL, "Barrier not initialised");
+    return Py_BuildValue("(OO)", b->action ? b->action : Py_None, b->timeout);
+}
+
+int barrier_attached(PyObject *self, PyObject *extras)
+{
+    BarrierObject *b = (BarrierObject *)self;
+    PyObject *action, *timeout;
+    sqf_deadline unused;
+    if (!PyArg_ParseTuple(extras, "OO:attach", &action, &timeout)) return -1;
+    if (action != Py_None && !PyCallable_Check(action)) {
+        PyErr_SetString(PyExc_TypeError, "action must be callable or None");
+        return -1;
+    }
+    if (deadline_of(timeout, &unused) < 0) return -1;
+    Py_XSETREF(b->action, action == Py_None ? NULL : Py_NewRef(action));
+    Py_XSETREF(b->timeout, Py_NewRef(timeout));
+    b->runner = 0;
     return 0;
 }
 
@@ -57,6 +90,7 @@ static void Barrier_dealloc(BarrierObject *self)
     if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
     Py_XDECREF(self->action);
     Py_XDECREF(self->timeout);
+    placement_release((ShareableObject *)self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -76,7 +110,7 @@ void barrier_action(void *arg)
         return;
     }
     call->raised = 1;
-    sqf_barrier_abort(&self->b);
+    sqf_barrier_abort(&self->st->b);
 }
 
 static PyObject *Barrier_wait(BarrierObject *self, PyObject *args, PyObject *kw)
@@ -97,15 +131,16 @@ static PyObject *Barrier_wait(BarrierObject *self, PyObject *args, PyObject *kw)
     PyObject *v;
     if (green_wait(AK_BARRIER, (PyObject *)self, op.deadline, &v)) return v;
     int raised;
-    while (self->resetting) { /* arrivals wait for the waiters that reset() broke to leave */
+    while (
+        BARRIER_RESETTING(self)) { /* arrivals wait for the waiters that reset() broke to leave */
         struct sqf_waitop rop = sqf_op_blocking(SQF_FOREVER, NULL);
-        rop.u.event.e = &self->reset_done;
+        rop.u.event.e = &self->st->reset_done;
         run_wait(&rop, sqf_event_wait_step_, &raised);
         if (raised) return NULL;
     }
     struct barrier_call call = {self, 0};
     unsigned index = 0;
-    op.u.barrier.b = &self->b;
+    op.u.barrier.b = &self->st->b;
     op.u.barrier.completion = self->action ? barrier_action : NULL;
     op.u.barrier.arg = &call;
     op.u.barrier.index = &index;
@@ -132,12 +167,12 @@ static PyObject *Barrier_reset(BarrierObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "Barrier.reset called from its own action");
         return NULL;
     }
-    if (self->resetting) Py_RETURN_NONE;                  /* another thread's reset does it */
-    if (sqf_barrier_reset(&self->b) == 0) Py_RETURN_NONE; /* nobody inside */
-    self->resetting = 1;
-    sqf_event_clear(&self->reset_done);
-    sqf_barrier_abort(&self->b); /* every waiter leaves with BrokenBarrierError */
-    while (sqf_barrier_reset(&self->b) == EBUSY) {
+    if (BARRIER_RESETTING(self)) Py_RETURN_NONE;              /* another thread's reset does it */
+    if (sqf_barrier_reset(&self->st->b) == 0) Py_RETURN_NONE; /* nobody inside */
+    __atomic_store_n(&self->st->resetting, 1, __ATOMIC_RELAXED);
+    sqf_event_clear(&self->st->reset_done);
+    sqf_barrier_abort(&self->st->b); /* every waiter leaves with BrokenBarrierError */
+    while (sqf_barrier_reset(&self->st->b) == EBUSY) {
         /* They need the GIL to leave; a reset is rare, so poll gently. */
         PyThreadState *ts = gil_release();
         struct timespec pause = {0, 50 * 1000};
@@ -149,8 +184,8 @@ static PyObject *Barrier_reset(BarrierObject *self, PyObject *args)
         else if (dispatch != Py_None)
             PyErr_WriteUnraisable(dispatch);
     }
-    self->resetting = 0;
-    sqf_event_set(&self->reset_done);
+    __atomic_store_n(&self->st->resetting, 0, __ATOMIC_RELAXED);
+    sqf_event_set(&self->st->reset_done);
     Py_RETURN_NONE;
 }
 
@@ -158,7 +193,7 @@ static PyObject *Barrier_abort(BarrierObject *self, PyObject *unused)
 {
     (void)unused;
     if (!self->timeout) return raise_errno(EINVAL, "Barrier not initialised");
-    sqf_barrier_abort(&self->b);
+    sqf_barrier_abort(&self->st->b);
     Py_RETURN_NONE;
 }
 
@@ -166,7 +201,7 @@ static PyObject *Barrier_parties(BarrierObject *self, void *closure)
 {
     (void)closure;
     unsigned parties = 0;
-    sqf_barrier_state(&self->b, &parties, NULL);
+    sqf_barrier_state(&self->st->b, &parties, NULL);
     return PyLong_FromUnsignedLong(parties);
 }
 
@@ -174,14 +209,14 @@ static PyObject *Barrier_n_waiting(BarrierObject *self, void *closure)
 {
     (void)closure;
     unsigned arrived = 0;
-    sqf_barrier_state(&self->b, NULL, &arrived);
+    sqf_barrier_state(&self->st->b, NULL, &arrived);
     return PyLong_FromUnsignedLong(arrived);
 }
 
 static PyObject *Barrier_broken(BarrierObject *self, void *closure)
 {
     (void)closure;
-    return PyBool_FromLong(sqf_barrier_state(&self->b, NULL, NULL) == EPIPE);
+    return PyBool_FromLong(sqf_barrier_state(&self->st->b, NULL, NULL) == EPIPE);
 }
 
 /* threading's forms: waiters=k/n, or broken. */
@@ -191,7 +226,7 @@ static PyObject *Barrier_repr(BarrierObject *self)
     if (!label) return NULL;
     unsigned parties = 0, arrived = 0;
     PyObject *r =
-        sqf_barrier_state(&self->b, &parties, &arrived) == EPIPE
+        sqf_barrier_state(&self->st->b, &parties, &arrived) == EPIPE
             ? PyUnicode_FromFormat("<%U at %p: broken>", label, self)
             : PyUnicode_FromFormat("<%U at %p: waiters=%u/%u>", label, self, arrived, parties);
     Py_DECREF(label);
@@ -227,12 +262,13 @@ PyTypeObject BarrierType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)Barrier_traverse,
     .tp_clear = (inquiry)Barrier_clear,
-    .tp_doc = "Barrier(parties, action=None, timeout=None)\n\nA cyclic barrier, as "
+    .tp_doc = "Barrier(parties, action=None, timeout=None, *, shared=None, offset=None)\n\nA "
+              "cyclic barrier, as "
               "threading.Barrier: each phase waits for `parties` threads, the last to arrive "
               "runs action() and releases all of them with one system call.",
     .tp_weaklistoffset = offsetof(BarrierObject, weakrefs),
     .tp_repr = (reprfunc)Barrier_repr,
-    .tp_new = PyType_GenericNew,
+    .tp_new = Barrier_new,
     .tp_init = (initproc)Barrier_init,
     .tp_dealloc = (destructor)Barrier_dealloc,
     .tp_methods = Barrier_methods,

@@ -8,29 +8,37 @@
 
 static int BinSem_init(SemObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"value", NULL};
+    static char *kwlist[] = {"value", "shared", "offset", NULL};
     long long value = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|L:BinarySemaphore", kwlist, &value)) return -1;
+    PyObject *shared = NULL, *offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|L$OO:BinarySemaphore", kwlist, &value, &shared,
+                                     &offset))
+        return -1;
     if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     if (value != 0 && value != 1) {
         PyErr_SetString(PyExc_ValueError, "binary semaphore initial value must be 0 or 1");
         return -1;
     }
-    self->bounded = PyObject_TypeCheck(self, &BBinSemType);
-    self->bound = 1;
-    int e = sqf_sem_init(&self->s, (unsigned)value, 1, SQF_PRIVATE);
+    if (placement_place((ShareableObject *)self, shared, offset, sizeof(struct sem_state)) < 0)
+        return -1;
+    int bounded = PyObject_TypeCheck(self, &BBinSemType);
+    self->st->bounded = bounded;
+    self->st->bound = 1;
+    int e = sqf_sem_init(&self->st->s, (unsigned)value, 1, SQF_FLAGS_OF(self));
     if (e) {
+        placement_release((ShareableObject *)self);
         raise_errno(e, "semaphore init failed");
         return -1;
     }
+    placement_done((ShareableObject *)self, bounded ? MAGIC_BBINSEM : MAGIC_BINSEM);
     self->initialised = 1;
     return 0;
 }
 
 static PyObject *binsem_release(SemObject *self)
 {
-    int e = sqf_sem_release(&self->s, 1);
-    if (e == EOVERFLOW && !self->bounded) Py_RETURN_NONE; /* at 1 already: stays there */
+    int e = sqf_sem_release(&self->st->s, 1);
+    if (e == EOVERFLOW && !self->st->bounded) Py_RETURN_NONE; /* at 1 already: stays there */
     if (e == EOVERFLOW) {
         PyErr_SetString(PyExc_ValueError, "Semaphore released too many times");
         return NULL;
@@ -66,7 +74,8 @@ PyTypeObject BinSemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.BinarySemaphore",
     .tp_basicsize = sizeof(SemObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "BinarySemaphore(value=1)\n\nA semaphore whose value is 0 or 1; a release at 1 "
+    .tp_doc = "BinarySemaphore(value=1, *, shared=None, offset=None)\n\nA semaphore whose value is "
+              "0 or 1; a release at 1 "
               "leaves it at 1.",
     .tp_base = &SemType,
     .tp_init = (initproc)BinSem_init,
@@ -77,7 +86,8 @@ PyTypeObject BBinSemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.BoundedBinarySemaphore",
     .tp_basicsize = sizeof(SemObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "BoundedBinarySemaphore(value=1)\n\nA binary semaphore whose release at 1 raises "
+    .tp_doc = "BoundedBinarySemaphore(value=1, *, shared=None, offset=None)\n\nA binary semaphore "
+              "whose release at 1 raises "
               "ValueError, as BoundedSemaphore's past its bound.",
     .tp_base = &BinSemType,
 };

@@ -11,20 +11,35 @@ static bool is_squarefree_lock(PyObject *lock)
 
 static void cond_reinit(CondObject *self)
 {
-    sqf_cond_init(&self->c, SQF_PRIVATE);
-    sqf_mutex_init(&self->gate, SQF_PRIVATE);
-    self->waiting = 0;
+    sqf_cond_init(&self->st->c, SQF_FLAGS_OF(self));
+    sqf_mutex_init(&self->st->gate, SQF_FLAGS_OF(self));
+    self->st->waiting = 0;
+}
+
+SHAREABLE_NEW(Cond_new, CondObject)
+
+static bool is_shared_lock(PyObject *lock)
+{
+    return is_squarefree_lock(lock) && ((LockObject *)lock)->where.shared;
 }
 
 static int Cond_init(CondObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"lock", NULL};
-    PyObject *lock = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Condition", kwlist, &lock)) return -1;
+    static char *kwlist[] = {"lock", "shared", "offset", NULL};
+    PyObject *lock = Py_None, *shared = NULL, *offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$OO:Condition", kwlist, &lock, &shared, &offset))
+        return -1;
     if (self->lock) { /* waiters may be asleep on the lock's mutex and this cond */
         PyErr_SetString(PyExc_RuntimeError, "Condition.__init__ called twice");
         return -1;
     }
+    if (shared && shared != Py_None && shared != Py_False && !is_shared_lock(lock)) {
+        PyErr_SetString(PyExc_ValueError, "a shared Condition needs a shared squarefree Lock or "
+                                          "RLock (its waiters sleep on the lock's mutex)");
+        return -1;
+    }
+    if (placement_place((ShareableObject *)self, shared, offset, sizeof(struct cond_state)) < 0)
+        return -1;
     if (lock == Py_None) {
         lock = PyObject_CallNoArgs((PyObject *)&RLockType);
         if (!lock) return -1;
@@ -34,6 +49,32 @@ static int Cond_init(CondObject *self, PyObject *args, PyObject *kw)
     Py_XSETREF(self->lock, lock);
     self->fast = is_squarefree_lock(lock);
     cond_reinit(self);
+    placement_done((ShareableObject *)self, MAGIC_COND);
+    self->initialised = 1;
+    return 0;
+}
+
+/* A shared condition's process-local part, for its pickle: its lock (which
+ * pickles as a shared object itself). */
+PyObject *cond_extras(PyObject *self)
+{
+    CondObject *c = (CondObject *)self;
+    if (!c->lock) return raise_errno(EINVAL, "Condition not initialised");
+    return PyTuple_Pack(1, c->lock);
+}
+
+int cond_attached(PyObject *self, PyObject *extras)
+{
+    CondObject *c = (CondObject *)self;
+    PyObject *lock;
+    if (!PyArg_ParseTuple(extras, "O:attach", &lock)) return -1;
+    if (!is_shared_lock(lock)) {
+        PyErr_SetString(PyExc_ValueError, "a shared Condition needs a shared squarefree Lock or "
+                                          "RLock (its waiters sleep on the lock's mutex)");
+        return -1;
+    }
+    Py_XSETREF(c->lock, Py_NewRef(lock));
+    c->fast = 1;
     return 0;
 }
 
@@ -58,6 +99,7 @@ static void Cond_dealloc(CondObject *self)
     PyObject_GC_UnTrack(self);
     if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
     Py_XDECREF(self->lock);
+    placement_release((ShareableObject *)self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -138,17 +180,15 @@ static PyObject *Cond_acquire_restore(CondObject *self, PyObject *state)
 static PyObject *cond_wait_fast(CondObject *self, struct sqf_waitop *op)
 {
     LockObject *l = (LockObject *)self->lock;
-    unsigned long count = l->count, owner = l->owner;
-    l->count = 0;
-    l->owner = 0;
-    op->u.cond.m = &l->mu;
-    self->waiting++;
+    unsigned long count = l->st->count, owner = l->st->owner;
+    lock_set_owner(l, 0, 0);
+    op->u.cond.m = &l->st->mu;
+    COND_WAITING_ADD(self, 1);
     PyObject *v;
     int g = green_wait(AK_COND, (PyObject *)self, op->deadline, &v); /* a greenlet's */
     int raised = 0, r = g ? 0 : run_wait(op, sqf_cond_wait_step_, &raised);
-    self->waiting--;
-    l->owner = owner; /* held again, whatever the wait returned */
-    l->count = count;
+    COND_WAITING_ADD(self, -1);
+    lock_set_owner(l, owner, count); /* held again, whatever the wait returned */
     if (g) return v;
     return raised ? NULL : bool_result(r, "Condition.wait failed");
 }
@@ -156,20 +196,20 @@ static PyObject *cond_wait_fast(CondObject *self, struct sqf_waitop *op)
 /* Any other lock's wait, through the gate (see the top of this file). */
 static PyObject *cond_wait_any(CondObject *self, struct sqf_waitop *op)
 {
-    if (mutex_take(&self->gate, SQF_FOREVER) < 0) return NULL;
+    if (mutex_take(&self->st->gate, SQF_FOREVER) < 0) return NULL;
     PyObject *saved = Cond_release_save(self, NULL);
     if (!saved) {
-        sqf_mutex_unlock(&self->gate);
+        sqf_mutex_unlock(&self->st->gate);
         return NULL;
     }
-    op->u.cond.m = &self->gate;
-    self->waiting++;
+    op->u.cond.m = &self->st->gate;
+    COND_WAITING_ADD(self, 1);
     /* A greenlet's wait ends with the gate free already (aio.c's gate_free). */
     PyObject *v = NULL;
     int g = green_wait(AK_COND, (PyObject *)self, op->deadline, &v);
     int raised = g < 0, r = g ? 0 : run_wait(op, sqf_cond_wait_step_, &raised);
-    self->waiting--;
-    if (!g) sqf_mutex_unlock(&self->gate);
+    COND_WAITING_ADD(self, -1);
+    if (!g) sqf_mutex_unlock(&self->st->gate);
     PyObject *type, *exc, *tb;
     PyErr_Fetch(&type, &exc, &tb); /* a signal handler's, raised after the lock is back */
     PyObject *back = Cond_acquire_restore(self, saved);
@@ -200,7 +240,7 @@ static PyObject *Cond_wait(CondObject *self, PyObject *args, PyObject *kw)
     int large = deadline_of(timeout, &op.deadline);
     if (large < 0 || too_large(large, ETIMEDOUT) < 0) return NULL; /* threading's always waits */
     op.may_spin = false;
-    op.u.cond.c = &self->c;
+    op.u.cond.c = &self->st->c;
     return self->fast ? cond_wait_fast(self, &op) : cond_wait_any(self, &op);
 }
 
@@ -227,11 +267,10 @@ static PyObject *Cond_task_wait_begin(CondObject *self, PyObject *unused)
         return NULL;
     }
     LockObject *l = (LockObject *)self->lock;
-    PyObject *state = Py_BuildValue("(kk)", l->count, l->owner);
+    PyObject *state = Py_BuildValue("(kk)", l->st->count, l->st->owner);
     if (!state) return NULL;
-    l->count = 0;
-    l->owner = 0;
-    self->waiting++;
+    lock_set_owner(l, 0, 0);
+    COND_WAITING_ADD(self, 1);
     return state;
 }
 
@@ -241,11 +280,9 @@ static PyObject *Cond_task_wait_end(CondObject *self, PyObject *state)
     if (!self->lock || !self->fast) return raise_errno(EINVAL, "Condition not initialised");
     if (state != Py_None) { /* None: the task does not hold the lock again (orphaned) */
         if (!PyArg_ParseTuple(state, "kk:_task_wait_end", &count, &owner)) return NULL;
-        LockObject *l = (LockObject *)self->lock;
-        l->count = count;
-        l->owner = owner;
+        lock_set_owner((LockObject *)self->lock, owner, count);
     }
-    self->waiting--;
+    COND_WAITING_ADD(self, -1);
     Py_RETURN_NONE;
 }
 
@@ -256,7 +293,7 @@ static PyObject *Cond_pass_on(CondObject *self, PyObject *unused)
 {
     (void)unused;
     if (!self->lock) return raise_errno(EINVAL, "Condition not initialised");
-    if (self->waiting) sqf_cond_signal(&self->c);
+    if (COND_WAITING(self)) sqf_cond_signal(&self->st->c);
     Py_RETURN_NONE;
 }
 
@@ -269,12 +306,12 @@ static int notify_begin(CondObject *self)
         if (owned == 0) PyErr_SetString(PyExc_RuntimeError, "cannot notify on un-acquired lock");
         return -1;
     }
-    return self->fast || mutex_take(&self->gate, SQF_FOREVER) > 0 ? 0 : -1;
+    return self->fast || mutex_take(&self->st->gate, SQF_FOREVER) > 0 ? 0 : -1;
 }
 
 static void notify_end(CondObject *self)
 {
-    if (!self->fast) sqf_mutex_unlock(&self->gate);
+    if (!self->fast) sqf_mutex_unlock(&self->st->gate);
 }
 
 static PyObject *Cond_notify(CondObject *self, PyObject *args, PyObject *kw)
@@ -283,8 +320,8 @@ static PyObject *Cond_notify(CondObject *self, PyObject *args, PyObject *kw)
     Py_ssize_t n = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|n:notify", kwlist, &n)) return NULL;
     if (notify_begin(self) < 0) return NULL;
-    for (Py_ssize_t i = 0; i < n && (unsigned long)i < self->waiting; i++)
-        sqf_cond_signal(&self->c);
+    for (Py_ssize_t i = 0; i < n && (unsigned long)i < COND_WAITING(self); i++)
+        sqf_cond_signal(&self->st->c);
     notify_end(self);
     Py_RETURN_NONE;
 }
@@ -293,7 +330,7 @@ static PyObject *Cond_notify_all(CondObject *self, PyObject *unused)
 {
     (void)unused;
     if (notify_begin(self) < 0) return NULL;
-    sqf_cond_broadcast(&self->c);
+    sqf_cond_broadcast(&self->st->c);
     notify_end(self);
     Py_RETURN_NONE;
 }
@@ -329,11 +366,13 @@ static PyObject *Cond_is_owned(CondObject *self, PyObject *unused)
     return owned < 0 ? NULL : PyBool_FromLong(owned);
 }
 
-/* In a child of fork: the lock's own reinit, and no waiters. */
+/* In a child of fork: the lock's own reinit, and no waiters.  A shared
+ * condition is left alone: other processes use it. */
 static PyObject *Cond_at_fork_reinit(CondObject *self, PyObject *unused)
 {
     (void)unused;
     if (!self->lock) return raise_errno(EINVAL, "Condition not initialised");
+    if (self->where.shared) Py_RETURN_NONE;
     PyObject *r = call_lock0(self, "_at_fork_reinit");
     if (!r) return NULL;
     Py_DECREF(r);
@@ -345,7 +384,7 @@ static PyObject *Cond_at_fork_reinit(CondObject *self, PyObject *unused)
 static PyObject *Cond_repr(CondObject *self)
 {
     if (!self->lock) return PyUnicode_FromFormat("<Condition(None, 0)>");
-    return PyUnicode_FromFormat("<Condition(%R, %lu)>", self->lock, self->waiting);
+    return PyUnicode_FromFormat("<Condition(%R, %lu)>", self->lock, COND_WAITING(self));
 }
 
 static PyObject *Cond_lock(CondObject *self, void *closure)
@@ -403,7 +442,7 @@ PyTypeObject CondType = {
     .tp_doc = "The C part of squarefree.Condition.",
     .tp_weaklistoffset = offsetof(CondObject, weakrefs),
     .tp_repr = (reprfunc)Cond_repr,
-    .tp_new = PyType_GenericNew,
+    .tp_new = Cond_new,
     .tp_init = (initproc)Cond_init,
     .tp_dealloc = (destructor)Cond_dealloc,
     .tp_methods = Cond_methods,

@@ -2,6 +2,8 @@
  * each sleeps until a condition holds, and one call wakes every waiter. */
 #include "module.h"
 
+SHAREABLE_NEW(Event_new, EventObject)
+
 /* A level wait taking (timeout=None): parse it, then wait with step on op
  * (its part of the union filled) unless `ready` (the level holds: the
  * wait's first step ends it at once).  A greenlet under a hub waits in
@@ -31,10 +33,14 @@ static PyObject *event_value(int r)
 
 static int Event_init(EventObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, ":Event", kwlist)) return -1;
+    static char *kwlist[] = {"shared", "offset", NULL};
+    PyObject *shared = NULL, *offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OO:Event", kwlist, &shared, &offset)) return -1;
     if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
-    sqf_event_init(&self->ev, SQF_PRIVATE);
+    if (placement_place((ShareableObject *)self, shared, offset, sizeof(struct event_state)) < 0)
+        return -1;
+    sqf_event_init(&self->st->ev, SQF_FLAGS_OF(self));
+    placement_done((ShareableObject *)self, MAGIC_EVENT);
     self->initialised = 1;
     return 0;
 }
@@ -42,29 +48,29 @@ static int Event_init(EventObject *self, PyObject *args, PyObject *kw)
 static PyObject *Event_is_set(EventObject *self, PyObject *unused)
 {
     (void)unused;
-    return PyBool_FromLong(sqf_event_is_set(&self->ev));
+    return PyBool_FromLong(sqf_event_is_set(&self->st->ev));
 }
 
 static PyObject *Event_set(EventObject *self, PyObject *unused)
 {
     (void)unused;
-    sqf_event_set(&self->ev);
+    sqf_event_set(&self->st->ev);
     Py_RETURN_NONE;
 }
 
 static PyObject *Event_clear(EventObject *self, PyObject *unused)
 {
     (void)unused;
-    sqf_event_clear(&self->ev);
+    sqf_event_clear(&self->st->ev);
     Py_RETURN_NONE;
 }
 
 static PyObject *Event_wait(EventObject *self, PyObject *args, PyObject *kw)
 {
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
-    op.u.event.e = &self->ev;
+    op.u.event.e = &self->st->ev;
     return level_wait((PyObject *)self, args, kw, &op, sqf_event_wait_step_, AK_EVENT,
-                      sqf_event_is_set(&self->ev), event_value);
+                      sqf_event_is_set(&self->st->ev), event_value);
 }
 
 /* threading's deprecated alias, with its warning. */
@@ -81,7 +87,7 @@ static PyObject *Event_repr(EventObject *self)
     PyObject *label = class_label((PyObject *)self);
     if (!label) return NULL;
     PyObject *r = PyUnicode_FromFormat("<%U at %p: %s>", label, self,
-                                       sqf_event_is_set(&self->ev) ? "set" : "unset");
+                                       sqf_event_is_set(&self->st->ev) ? "set" : "unset");
     Py_DECREF(label);
     return r;
 }
@@ -102,29 +108,37 @@ PyTypeObject EventType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Event",
     .tp_basicsize = sizeof(EventObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Event()\n\nA flag that threads wait for, as threading.Event: set() wakes every "
+    .tp_doc = "Event(*, shared=None, offset=None)\n\nA flag that threads wait for, as "
+              "threading.Event: set() wakes every "
               "waiter with one system call, and the event can be cleared and reused.",
     .tp_weaklistoffset = offsetof(EventObject, weakrefs),
-    .tp_dealloc = plain_dealloc,
+    .tp_dealloc = shareable_dealloc,
     .tp_repr = (reprfunc)Event_repr,
-    .tp_new = PyType_GenericNew,
+    .tp_new = Event_new,
     .tp_init = (initproc)Event_init,
     .tp_methods = Event_methods,
 };
 
 /* --- Latch ------------------------------------------------------------------- */
 
+SHAREABLE_NEW(Latch_new, LatchObject)
+
 static int Latch_init(LatchObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"count", NULL};
+    static char *kwlist[] = {"count", "shared", "offset", NULL};
     long long count;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "L:Latch", kwlist, &count)) return -1;
+    PyObject *shared = NULL, *offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|$OO:Latch", kwlist, &count, &shared, &offset))
+        return -1;
     if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     if (count < 0 || count > SQF_LATCH_MAX) {
         PyErr_Format(PyExc_ValueError, "count must be between 0 and %u", SQF_LATCH_MAX);
         return -1;
     }
-    sqf_latch_init(&self->l, (unsigned)count, SQF_PRIVATE);
+    if (placement_place((ShareableObject *)self, shared, offset, sizeof(struct latch_state)) < 0)
+        return -1;
+    sqf_latch_init(&self->st->l, (unsigned)count, SQF_FLAGS_OF(self));
+    placement_done((ShareableObject *)self, MAGIC_LATCH);
     self->initialised = 1;
     return 0;
 }
@@ -146,7 +160,7 @@ static PyObject *Latch_count_down(LatchObject *self, PyObject *args)
     unsigned n;
     if (!PyArg_ParseTuple(args, "|O:count_down", &n_arg)) return NULL;
     if (count_arg(n_arg, SQF_LATCH_MAX, &n, "n") < 0) return NULL;
-    int e = sqf_latch_count_down(&self->l, n);
+    int e = sqf_latch_count_down(&self->st->l, n);
     if (e == EPIPE) return latch_result(e);
     if (e) return raise_errno(e, "count_down below zero");
     Py_RETURN_NONE;
@@ -155,9 +169,9 @@ static PyObject *Latch_count_down(LatchObject *self, PyObject *args)
 static PyObject *Latch_wait(LatchObject *self, PyObject *args, PyObject *kw)
 {
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
-    op.u.latch.l = &self->l;
+    op.u.latch.l = &self->st->l;
     return level_wait((PyObject *)self, args, kw, &op, sqf_latch_wait_step_, AK_LATCH,
-                      sqf_latch_try_wait(&self->l) != EBUSY, latch_result);
+                      sqf_latch_try_wait(&self->st->l) != EBUSY, latch_result);
 }
 
 static PyObject *Latch_arrive_and_wait(LatchObject *self, PyObject *args)
@@ -166,13 +180,13 @@ static PyObject *Latch_arrive_and_wait(LatchObject *self, PyObject *args)
     unsigned n;
     if (!PyArg_ParseTuple(args, "|O:arrive_and_wait", &n_arg)) return NULL;
     if (count_arg(n_arg, SQF_LATCH_MAX, &n, "n") < 0) return NULL;
-    int e = sqf_latch_count_down(&self->l, n);
+    int e = sqf_latch_count_down(&self->st->l, n);
     if (e && e != EPIPE) return raise_errno(e, "count_down below zero");
     if (e == EPIPE) return latch_result(e);
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
-    op.u.latch.l = &self->l;
+    op.u.latch.l = &self->st->l;
     PyObject *v;
-    int g = sqf_latch_try_wait(&self->l) == EBUSY
+    int g = sqf_latch_try_wait(&self->st->l) == EBUSY
                 ? green_wait(AK_LATCH, (PyObject *)self, SQF_FOREVER, &v)
                 : 0;
     if (g) { /* True, or raised */
@@ -189,7 +203,7 @@ static PyObject *Latch_arrive_and_wait(LatchObject *self, PyObject *args)
 static PyObject *Latch_abort(LatchObject *self, PyObject *unused)
 {
     (void)unused;
-    int e = sqf_latch_abort(&self->l);
+    int e = sqf_latch_abort(&self->st->l);
     if (e) return raise_errno(e, "abort failed");
     Py_RETURN_NONE;
 }
@@ -211,29 +225,39 @@ PyTypeObject LatchType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Latch",
     .tp_basicsize = sizeof(LatchObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Latch(count)\n\nA single-use countdown: wait() blocks until count_down() has "
+    .tp_doc = "Latch(count, *, shared=None, offset=None)\n\nA single-use countdown: wait() blocks "
+              "until count_down() has "
               "brought the count to zero, then every waiter is woken with one system call. "
               "The seed's cure for starting n threads.",
     .tp_weaklistoffset = offsetof(LatchObject, weakrefs),
-    .tp_dealloc = plain_dealloc,
-    .tp_new = PyType_GenericNew,
+    .tp_dealloc = shareable_dealloc,
+    .tp_new = Latch_new,
     .tp_init = (initproc)Latch_init,
     .tp_methods = Latch_methods,
 };
 
 /* --- CountdownEvent ------------------------------------------------------------ */
 
+SHAREABLE_NEW(Countdown_new, CountdownObject)
+
 static int Countdown_init(CountdownObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"value", NULL};
+    static char *kwlist[] = {"value", "shared", "offset", NULL};
     long long value = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|L:CountdownEvent", kwlist, &value)) return -1;
+    PyObject *shared = NULL, *offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|L$OO:CountdownEvent", kwlist, &value, &shared,
+                                     &offset))
+        return -1;
     if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     if (value < 0 || value > SQF_COUNTDOWN_MAX) {
         PyErr_Format(PyExc_ValueError, "value must be between 0 and %u", SQF_COUNTDOWN_MAX);
         return -1;
     }
-    sqf_countdown_init(&self->c, (unsigned)value, SQF_PRIVATE);
+    if (placement_place((ShareableObject *)self, shared, offset, sizeof(struct countdown_state)) <
+        0)
+        return -1;
+    sqf_countdown_init(&self->st->c, (unsigned)value, SQF_FLAGS_OF(self));
+    placement_done((ShareableObject *)self, MAGIC_COUNTDOWN);
     self->initialised = 1;
     return 0;
 }
@@ -244,7 +268,7 @@ static PyObject *Countdown_up(CountdownObject *self, PyObject *args)
     unsigned n;
     if (!PyArg_ParseTuple(args, "|O:up", &n_arg)) return NULL;
     if (count_arg(n_arg, SQF_COUNTDOWN_MAX, &n, "n") < 0) return NULL;
-    int e = sqf_countdown_up(&self->c, n);
+    int e = sqf_countdown_up(&self->st->c, n);
     if (e) return raise_errno(e, "up would overflow the count");
     Py_RETURN_NONE;
 }
@@ -255,7 +279,7 @@ static PyObject *Countdown_down(CountdownObject *self, PyObject *args)
     unsigned n;
     if (!PyArg_ParseTuple(args, "|O:down", &n_arg)) return NULL;
     if (count_arg(n_arg, SQF_COUNTDOWN_MAX, &n, "n") < 0) return NULL;
-    int e = sqf_countdown_down_n(&self->c, n);
+    int e = sqf_countdown_down_n(&self->st->c, n);
     if (e) return raise_errno(e, "down below zero");
     Py_RETURN_NONE;
 }
@@ -268,9 +292,9 @@ static PyObject *countdown_value(int r)
 static PyObject *Countdown_wait(CountdownObject *self, PyObject *args, PyObject *kw)
 {
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
-    op.u.countdown.c = &self->c;
+    op.u.countdown.c = &self->st->c;
     unsigned v = 1;
-    sqf_countdown_value(&self->c, &v);
+    sqf_countdown_value(&self->st->c, &v);
     return level_wait((PyObject *)self, args, kw, &op, sqf_countdown_wait_step_, AK_COUNTDOWN,
                       v == 0, countdown_value);
 }
@@ -279,7 +303,7 @@ static PyObject *Countdown_value(CountdownObject *self, void *closure)
 {
     (void)closure;
     unsigned v = 0;
-    sqf_countdown_value(&self->c, &v);
+    sqf_countdown_value(&self->st->c, &v);
     return PyLong_FromUnsignedLong(v);
 }
 
@@ -301,12 +325,13 @@ PyTypeObject CountdownType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.CountdownEvent",
     .tp_basicsize = sizeof(CountdownObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "CountdownEvent(value=0)\n\nA reusable count: up() and down() move it, and wait() "
+    .tp_doc = "CountdownEvent(value=0, *, shared=None, offset=None)\n\nA reusable count: up() and "
+              "down() move it, and wait() "
               "blocks until it is zero. The seed's cure for serialising n threads whose number "
               "is not known in advance.",
     .tp_weaklistoffset = offsetof(CountdownObject, weakrefs),
-    .tp_dealloc = plain_dealloc,
-    .tp_new = PyType_GenericNew,
+    .tp_dealloc = shareable_dealloc,
+    .tp_new = Countdown_new,
     .tp_init = (initproc)Countdown_init,
     .tp_methods = Countdown_methods,
     .tp_getset = Countdown_getset,

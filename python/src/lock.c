@@ -3,21 +3,48 @@
 
 #include <math.h>
 
+SHAREABLE_NEW(Lock_new, LockObject)
+
 static int Lock_init(LockObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, ":Lock", kwlist)) return -1;
+    static char *kwlist[] = {"shared", "offset", NULL};
+    PyObject *shared = NULL, *offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OO:Lock", kwlist, &shared, &offset)) return -1;
     if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
-    sqf_mutex_init(&self->mu, SQF_PRIVATE);
-    self->owner = 0;
-    self->count = 0;
+    if (placement_place((ShareableObject *)self, shared, offset, sizeof(struct lock_state)) < 0)
+        return -1;
+    sqf_mutex_init(&self->st->mu, SQF_FLAGS_OF(self));
+    self->st->owner = 0;
+    self->st->count = 0;
+    self->st->pid = 0;
+    placement_done((ShareableObject *)self,
+                   PyObject_TypeCheck(self, &RLockType) ? MAGIC_RLOCK : MAGIC_LOCK);
     self->initialised = 1;
     return 0;
 }
 
+/* An RLock's owner within its process (lock_owner_now), and which process:
+ * a shared RLock's holders may be in several. */
+static long lock_pid(LockObject *self)
+{
+    return self->where.shared ? proc_id() : 0;
+}
+
+static int owner_is(LockObject *self, unsigned long me)
+{
+    return self->st->owner == me && self->st->pid == lock_pid(self);
+}
+
+void lock_set_owner(LockObject *self, unsigned long owner, unsigned long count)
+{
+    self->st->owner = owner;
+    self->st->count = count;
+    self->st->pid = owner ? lock_pid(self) : 0;
+}
+
 /* threading.Lock.acquire's arguments: blocking=True, timeout=-1.  0 with
  * *deadline set (SQF_FOREVER, or a past one for "try once"), -1 raised. */
-static int lock_args(PyObject *args, PyObject *kw, sqf_deadline *deadline)
+int lock_args(PyObject *args, PyObject *kw, sqf_deadline *deadline)
 {
     static char *kwlist[] = {"blocking", "timeout", NULL};
     int blocking = 1;
@@ -69,13 +96,13 @@ int mutex_take(sqf_mutex *mu, sqf_deadline deadline)
  * under a hub waits in its hub (green.c). */
 static int lock_take(LockObject *self, sqf_deadline deadline)
 {
-    if (sqf_mutex_trylock(&self->mu) == 0) return 1;
+    if (sqf_mutex_trylock(&self->st->mu) == 0) return 1;
     if (deadline == 0) return 0;
     PyObject *v;
     int kind = PyObject_TypeCheck((PyObject *)self, &RLockType) ? AK_RLOCK : AK_LOCK;
     int g = green_wait(kind, (PyObject *)self, deadline, &v);
     if (g) return g < 0 ? -1 : green_truth(v);
-    return mutex_take(&self->mu, deadline);
+    return mutex_take(&self->st->mu, deadline);
 }
 
 PyObject *Lock_acquire(LockObject *self, PyObject *args, PyObject *kw)
@@ -89,7 +116,7 @@ PyObject *Lock_acquire(LockObject *self, PyObject *args, PyObject *kw)
 PyObject *Lock_release(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    if (sqf_mutex_unlock(&self->mu) == EPERM) {
+    if (sqf_mutex_unlock(&self->st->mu) == EPERM) {
         PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
         return NULL;
     }
@@ -99,7 +126,7 @@ PyObject *Lock_release(LockObject *self, PyObject *unused)
 static PyObject *Lock_locked(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    return PyBool_FromLong(sqf_mutex_is_locked(&self->mu));
+    return PyBool_FromLong(sqf_mutex_is_locked(&self->st->mu));
 }
 
 static PyObject *Lock_exit(LockObject *self, PyObject *args)
@@ -188,8 +215,8 @@ unsigned long lock_owner_now(void)
 int lock_is_owned(LockObject *self)
 {
     if (PyObject_TypeCheck((PyObject *)self, &RLockType))
-        return self->count > 0 && self->owner == lock_owner_now();
-    return sqf_mutex_is_locked(&self->mu);
+        return self->st->count > 0 && owner_is(self, lock_owner_now());
+    return sqf_mutex_is_locked(&self->st->mu);
 }
 
 static PyObject *Lock_is_owned(LockObject *self, PyObject *unused)
@@ -208,13 +235,14 @@ static PyObject *Lock_acquire_restore(LockObject *self, PyObject *state)
     Py_RETURN_NONE;
 }
 
-/* In a child of fork: unlocked, whoever held it (the holder is gone). */
+/* In a child of fork: unlocked, whoever held it (the holder is gone).  A
+ * shared lock is left alone: other processes use it. */
 static PyObject *Lock_at_fork_reinit(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    sqf_mutex_init(&self->mu, SQF_PRIVATE);
-    self->owner = 0;
-    self->count = 0;
+    if (self->where.shared) Py_RETURN_NONE;
+    sqf_mutex_init(&self->st->mu, SQF_PRIVATE);
+    lock_set_owner(self, 0, 0);
     Py_RETURN_NONE;
 }
 
@@ -223,9 +251,9 @@ static PyObject *Lock_repr(LockObject *self)
 {
     PyObject *label = class_label((PyObject *)self);
     if (!label) return NULL;
-    PyObject *r =
-        PyUnicode_FromFormat("<%s %U object at %p>",
-                             sqf_mutex_is_locked(&self->mu) ? "locked" : "unlocked", label, self);
+    PyObject *r = PyUnicode_FromFormat("<%s %U object at %p>",
+                                       sqf_mutex_is_locked(&self->st->mu) ? "locked" : "unlocked",
+                                       label, self);
     Py_DECREF(label);
     return r;
 }
@@ -235,31 +263,32 @@ PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw)
     sqf_deadline deadline;
     if (lock_args(args, kw, &deadline) < 0) return NULL;
     unsigned long me = lock_owner_now();
-    if (self->owner == me) { /* only this owner writes owner == me */
-        if (self->count == ULONG_MAX) {
+    if (owner_is(self, me)) { /* only this owner writes owner == me */
+        if (self->st->count == ULONG_MAX) {
             PyErr_SetString(PyExc_OverflowError, "internal lock count overflowed");
             return NULL;
         }
-        self->count++;
+        self->st->count++;
         Py_RETURN_TRUE;
     }
     int r = lock_take(self, deadline);
     if (r <= 0) return r < 0 ? NULL : PyBool_FromLong(0);
-    self->owner = me;
-    self->count = 1;
+    lock_set_owner(self, me, 1);
     Py_RETURN_TRUE;
 }
 
 PyObject *RLock_release(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    if (self->count == 0 || self->owner != lock_owner_now()) {
+    if (self->st->count == 0 || !owner_is(self, lock_owner_now())) {
         PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
         return NULL;
     }
-    if (--self->count == 0) {
-        self->owner = 0;
-        sqf_mutex_unlock(&self->mu);
+    if (self->st->count == 1) {
+        lock_set_owner(self, 0, 0);
+        sqf_mutex_unlock(&self->st->mu);
+    } else {
+        self->st->count--;
     }
     Py_RETURN_NONE;
 }
@@ -273,24 +302,23 @@ PyObject *RLock_release(LockObject *self, PyObject *unused)
 static PyObject *RLock_reenter(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    if (self->count == 0 || self->owner != lock_owner_now()) Py_RETURN_FALSE;
-    if (self->count == ULONG_MAX) {
+    if (self->st->count == 0 || !owner_is(self, lock_owner_now())) Py_RETURN_FALSE;
+    if (self->st->count == ULONG_MAX) {
         PyErr_SetString(PyExc_OverflowError, "internal lock count overflowed");
         return NULL;
     }
-    self->count++;
+    self->st->count++;
     Py_RETURN_TRUE;
 }
 
 static PyObject *RLock_own(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    if (self->count != 0 || !sqf_mutex_is_locked(&self->mu)) {
+    if (self->st->count != 0 || !sqf_mutex_is_locked(&self->st->mu)) {
         PyErr_SetString(PyExc_RuntimeError, "RLock._own: the mutex is not freshly taken");
         return NULL;
     }
-    self->owner = lock_owner_now();
-    self->count = 1;
+    lock_set_owner(self, lock_owner_now(), 1);
     Py_RETURN_NONE;
 }
 
@@ -305,15 +333,14 @@ static PyObject *RLock_exit(LockObject *self, PyObject *args)
 static PyObject *RLock_release_save(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    if (self->count == 0) {
+    if (self->st->count == 0) {
         PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
         return NULL;
     }
-    PyObject *state = Py_BuildValue("(kk)", self->count, self->owner);
+    PyObject *state = Py_BuildValue("(kk)", self->st->count, self->st->owner);
     if (!state) return NULL;
-    self->count = 0;
-    self->owner = 0;
-    sqf_mutex_unlock(&self->mu);
+    lock_set_owner(self, 0, 0);
+    sqf_mutex_unlock(&self->st->mu);
     return state;
 }
 
@@ -322,15 +349,14 @@ static PyObject *RLock_acquire_restore(LockObject *self, PyObject *state)
     unsigned long count, owner;
     if (!PyArg_ParseTuple(state, "kk:_acquire_restore", &count, &owner)) return NULL;
     if (lock_take(self, SQF_FOREVER) < 0) return NULL;
-    self->owner = owner;
-    self->count = count;
+    lock_set_owner(self, owner, count);
     Py_RETURN_NONE;
 }
 
 static PyObject *RLock_recursion_count(LockObject *self, PyObject *unused)
 {
     (void)unused;
-    return PyLong_FromUnsignedLong(self->owner == lock_owner_now() ? self->count : 0);
+    return PyLong_FromUnsignedLong(owner_is(self, lock_owner_now()) ? self->st->count : 0);
 }
 
 /* <locked squarefree.RLock object owner=ident count=n at 0x...>, as
@@ -340,8 +366,8 @@ static PyObject *RLock_repr(LockObject *self)
     PyObject *label = class_label((PyObject *)self);
     if (!label) return NULL;
     PyObject *r = PyUnicode_FromFormat("<%s %U object owner=%lu count=%lu at %p>",
-                                       self->count ? "locked" : "unlocked", label, self->owner,
-                                       self->count, self);
+                                       self->st->count ? "locked" : "unlocked", label,
+                                       self->st->owner, self->st->count, self);
     Py_DECREF(label);
     return r;
 }
@@ -412,14 +438,15 @@ PyTypeObject LockType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Lock",
     .tp_basicsize = sizeof(LockObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Lock()\n\nA mutual-exclusion lock, as threading.Lock: any thread may release "
+    .tp_doc = "Lock(*, shared=None, offset=None)\n\nA mutual-exclusion lock, as threading.Lock: "
+              "any thread may release "
               "it; a release of an unlocked lock raises RuntimeError.  An unlock wakes at most "
               "one waiter, and a thread that keeps re-taking the lock passes it on after a "
               "short turn, so waiters are served in turn (no starvation).",
     .tp_weaklistoffset = offsetof(LockObject, weakrefs),
-    .tp_dealloc = plain_dealloc,
+    .tp_dealloc = shareable_dealloc,
     .tp_repr = (reprfunc)Lock_repr,
-    .tp_new = PyType_GenericNew,
+    .tp_new = Lock_new,
     .tp_init = (initproc)Lock_init,
     .tp_methods = Lock_methods,
 };
@@ -428,15 +455,16 @@ PyTypeObject RLockType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree.RLock",
     .tp_basicsize = sizeof(LockObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "RLock()\n\nA reentrant lock, as threading.RLock: the holder may acquire it "
+    .tp_doc = "RLock(*, shared=None, offset=None)\n\nA reentrant lock, as threading.RLock: the "
+              "holder may acquire it "
               "again, and must release it as many times; only the holder may release it.  The "
               "holder is the asyncio or trio task that took it, when a task did (a task of "
               "the same loop waits for it like another thread), else the greenlet that took "
               "it under a gevent or eventlet hub (not the thread's main one), else the thread.",
     .tp_weaklistoffset = offsetof(LockObject, weakrefs),
-    .tp_dealloc = plain_dealloc,
+    .tp_dealloc = shareable_dealloc,
     .tp_repr = (reprfunc)RLock_repr,
-    .tp_new = PyType_GenericNew,
+    .tp_new = Lock_new,
     .tp_init = (initproc)Lock_init,
     .tp_methods = RLock_methods,
 };

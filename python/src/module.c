@@ -17,10 +17,10 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__squarefree(void)
 {
-    PyTypeObject *types[] = {&EventType,  &LatchType,   &CountdownType, &SemType,
-                             &BSemType,   &LockType,    &RLockType,     &CondType,
-                             &OnceType,   &BarrierType, &DriverType,    &AOpType,
-                             &BinSemType, &BBinSemType, &LimiterType,   &RLimiterType};
+    PyTypeObject *types[] = {
+        &EventType,  &LatchType,   &CountdownType, &SemType,      &BSemType,      &LockType,
+        &RLockType,  &CondType,    &OnceType,      &BarrierType,  &DriverType,    &AOpType,
+        &BinSemType, &BBinSemType, &LimiterType,   &RLimiterType, &RobustLockType};
     const char *names[] = {"Event",
                            "Latch",
                            "CountdownEvent",
@@ -36,7 +36,8 @@ PyMODINIT_FUNC PyInit__squarefree(void)
                            "BinarySemaphore",
                            "BoundedBinarySemaphore",
                            "CapacityLimiter",
-                           "RCapacityLimiter"};
+                           "RCapacityLimiter",
+                           "RobustLock"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     if (blocking_init() < 0 || green_init() < 0) return NULL;
@@ -46,6 +47,22 @@ PyMODINIT_FUNC PyInit__squarefree(void)
         "squarefree.BrokenLatchError", "A latch was aborted while (or before) waiting on it.",
         PyExc_RuntimeError, NULL);
     if (!BrokenLatchError || PyModule_AddObjectRef(m, "BrokenLatchError", BrokenLatchError) < 0)
+        goto fail;
+    OwnerDiedError = PyErr_NewExceptionWithDoc(
+        "squarefree.OwnerDiedError",
+        "A RobustLock's holder died holding it.  The caller holds the lock now: repair the "
+        "data it protects, then call lock.consistent() (a release without it makes the lock "
+        "unusable for good).",
+        PyExc_RuntimeError, NULL);
+    if (!OwnerDiedError || PyModule_AddObjectRef(m, "OwnerDiedError", OwnerDiedError) < 0)
+        goto fail;
+    LockNotRecoverableError = PyErr_NewExceptionWithDoc(
+        "squarefree.LockNotRecoverableError",
+        "A RobustLock is unusable for good: a holder that got OwnerDiedError released it "
+        "without calling consistent().",
+        PyExc_RuntimeError, NULL);
+    if (!LockNotRecoverableError ||
+        PyModule_AddObjectRef(m, "LockNotRecoverableError", LockNotRecoverableError) < 0)
         goto fail;
     if (limiter_init(m) < 0) goto fail;
     Again = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
@@ -64,6 +81,7 @@ PyMODINIT_FUNC PyInit__squarefree(void)
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) goto fail;
     if (queue_init(m) < 0) goto fail;
+    if (shared_init(m) < 0) goto fail;
     if (aio_init(m) < 0) goto fail;
     if (trio_init(m) < 0) goto fail;
     return m;

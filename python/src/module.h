@@ -101,54 +101,180 @@ int run_wait(struct sqf_waitop *op, sqf_step_fn step, int *raised);
 /* --- the objects ------------------------------------------------------------ */
 
 /* Every object has a weak reference list (`weakrefs`, tp_weaklistoffset),
- * as threading's primitives do. */
+ * as threading's primitives do.
+ *
+ * Placement (shared.c).  The objects whose state is C words only (Lock,
+ * RLock, Condition, the semaphores, Event, Latch, CountdownEvent, Barrier,
+ * RobustLock) keep that state in a `struct *_state`, and reach it through
+ * one pointer, `st`: to `own`, inside the object, for a private object; into
+ * shared memory for a shared one (a block the module maps, or the caller's
+ * buffer).  Every method goes through `st`, so both kinds run the same code.
+ * What stays in the object is process-local (the weak references, a
+ * Condition's Python lock object, a Barrier's action and default timeout).
+ * A state begins with `magic`, written last when it is initialised, which
+ * names its type: attaching to memory another process initialised checks
+ * it.  Every state is 8-byte aligned, its size a multiple of 8. */
+
+#define SQF_STATE_ALIGN 8
+
+/* Where a shareable object's state is. */
+struct placement {
+    struct shm_block *block; /* a named mapping held for this object, or NULL */
+    Py_buffer view;          /* the caller's buffer, exported while the object lives
+                                (view.obj NULL: none) */
+    PyObject *name;          /* the shared-memory name a pickle carries, or NULL (a private
+                                object, or memory without a name: fork only) */
+    Py_ssize_t offset;       /* the state's offset in the memory named */
+    int shared;              /* the state is in shared memory: SQF_SHARED words */
+    void *own;               /* while shared: the object's own state, for st to return to */
+};
+
+#define SHAREABLE_HEAD(state_type)                                                                 \
+    PyObject_HEAD state_type *st;                                                                  \
+    struct placement where;                                                                        \
+    int initialised; /* __init__ (or attach) ran: a second __init__ is refused */
 
 typedef struct {
-    PyObject_HEAD sqf_event ev;
+    SHAREABLE_HEAD(void)
+} ShareableObject;
+
+/* tp_new of a shareable type: its state is `own` until __init__ places it. */
+#define SHAREABLE_NEW(fn, Obj)                                                                     \
+    static PyObject *fn(PyTypeObject *type, PyObject *args, PyObject *kw)                          \
+    {                                                                                              \
+        Obj *o = (Obj *)PyType_GenericNew(type, args, kw);                                         \
+        if (o) o->st = &o->own;                                                                    \
+        return (PyObject *)o;                                                                      \
+    }
+
+/* The flags for the C library's init: SQF_SHARED for a shared object. */
+#define SQF_FLAGS_OF(o) ((o)->where.shared ? SQF_SHARED : SQF_PRIVATE)
+
+/* The magic numbers, one per C type (a state's first word). */
+enum state_magic {
+    MAGIC_LOCK = 0x53514601, /* "SQF" and the type */
+    MAGIC_RLOCK,
+    MAGIC_COND,
+    MAGIC_SEM,
+    MAGIC_BSEM,
+    MAGIC_BINSEM,
+    MAGIC_BBINSEM,
+    MAGIC_EVENT,
+    MAGIC_LATCH,
+    MAGIC_COUNTDOWN,
+    MAGIC_BARRIER,
+    MAGIC_ROBUST,
+};
+
+/* Place a new object's state (its __init__, after its arguments are
+ * checked and before it initialises the state): `shared` as the keyword
+ * gives it (NULL, None or False: private; True: a block the module
+ * allocates; a SharedMemory, an mmap or any writable buffer: there, at
+ * `offset`, NULL meaning 0).  0, or -1 raised with nothing changed. */
+int placement_place(ShareableObject *o, PyObject *shared, PyObject *offset, size_t size);
+/* The state is initialised: write its magic (a release). */
+void placement_done(ShareableObject *o, uint32_t magic);
+/* Free what the placement holds (dealloc). */
+void placement_release(ShareableObject *o);
+/* tp_dealloc of a shareable type whose objects own no references. */
+void shareable_dealloc(PyObject *self);
+/* The pid of this process, cached (updated in a child of fork). */
+long proc_id(void);
+/* Add attach, __reduce__, shared_size and the `shared` property to the
+ * shareable types (at import, after PyType_Ready): 0, or -1 raised. */
+int shared_init(PyObject *m);
+/* A shareable object's process-local extras, for its pickle (NULL: none),
+ * and their restoring in the process that attaches: Barrier and
+ * Condition define them. */
+PyObject *barrier_extras(PyObject *self);
+int barrier_attached(PyObject *self, PyObject *extras);
+PyObject *cond_extras(PyObject *self);
+int cond_attached(PyObject *self, PyObject *extras);
+
+struct event_state {
+    _Alignas(SQF_STATE_ALIGN) uint32_t magic;
+    sqf_event ev;
+};
+
+typedef struct {
+    SHAREABLE_HEAD(struct event_state)
     PyObject *weakrefs;
-    int initialised;
+    struct event_state own;
 } EventObject;
 
+struct latch_state {
+    _Alignas(SQF_STATE_ALIGN) uint32_t magic;
+    sqf_latch l;
+};
+
 typedef struct {
-    PyObject_HEAD sqf_latch l;
+    SHAREABLE_HEAD(struct latch_state)
     PyObject *weakrefs;
-    int initialised;
+    struct latch_state own;
 } LatchObject;
 
-typedef struct {
-    PyObject_HEAD sqf_countdown c;
-    PyObject *weakrefs;
-    int initialised;
-} CountdownObject;
+struct countdown_state {
+    _Alignas(SQF_STATE_ALIGN) uint32_t magic;
+    sqf_countdown c;
+};
 
 typedef struct {
-    PyObject_HEAD sqf_sem s;
+    SHAREABLE_HEAD(struct countdown_state)
+    PyObject *weakrefs;
+    struct countdown_state own;
+} CountdownObject;
+
+struct sem_state {
+    _Alignas(SQF_STATE_ALIGN) uint32_t magic;
     int bounded;
     unsigned bound; /* a BoundedSemaphore's initial value */
-    int initialised;
+    sqf_sem s;
+};
+
+typedef struct {
+    SHAREABLE_HEAD(struct sem_state)
     PyObject *weakrefs;
+    struct sem_state own;
 } SemObject;
 
 /* Lock is an sqf_mutex, which records no owner: any thread may release it,
- * and releasing it unlocked is an error, as threading.Lock. */
-typedef struct {
-    PyObject_HEAD sqf_mutex mu;
-    unsigned long owner; /* RLock: the holder's thread ident, or 0 */
+ * and releasing it unlocked is an error, as threading.Lock.  An RLock's
+ * owner is (pid, owner): lock_owner_now() names a thread or a task within
+ * a process, and pid says which process (0 for a private RLock, whose
+ * owners are all in one process). */
+struct lock_state {
+    _Alignas(SQF_STATE_ALIGN) uint32_t magic;
+    sqf_mutex mu;
+    unsigned long owner; /* RLock: the holder's lock_owner_now(), or 0 */
     unsigned long count; /* RLock: its recursion depth */
-    int initialised;     /* __init__ ran: a second call is refused */
+    long pid;            /* RLock: the holder's process, for a shared one */
+};
+
+typedef struct {
+    SHAREABLE_HEAD(struct lock_state)
     PyObject *weakrefs;
+    struct lock_state own;
 } LockObject;
 
 /* threading.Barrier over an sqf_barrier (barrier.c says how it resets). */
+struct barrier_state {
+    _Alignas(SQF_STATE_ALIGN) uint32_t magic;
+    int resetting; /* a reset is under way (atomic: processes share it) */
+    sqf_barrier b;
+    sqf_event reset_done; /* set while no reset is under way */
+};
+
 typedef struct {
-    PyObject_HEAD sqf_barrier b;
+    SHAREABLE_HEAD(struct barrier_state)
     PyObject *action;     /* or NULL */
     PyObject *timeout;    /* the default timeout (None: for ever) */
     unsigned long runner; /* the thread running the action, or 0 (under the GIL) */
-    int resetting;        /* under the GIL */
-    sqf_event reset_done; /* set while no reset is under way */
     PyObject *weakrefs;
+    struct barrier_state own;
 } BarrierObject;
+
+/* Whether a reset is under way (in any process, for a shared barrier). */
+#define BARRIER_RESETTING(o) __atomic_load_n(&(o)->st->resetting, __ATOMIC_RELAXED)
 
 /* Two ways to wait, chosen by the lock:
  *   - a squarefree Lock or RLock (threading's default: a new RLock): the
@@ -165,16 +291,43 @@ typedef struct {
  *     from before it releases the lock until it sleeps, so no notification
  *     made under the lock can fall between the two.  The gate is never held
  *     while waiting for the lock, so the two cannot deadlock.
- * `waiting` (under the GIL) counts the waiters, threads and tasks, and
- * bounds notify(n).  A task waits (aio.c's AK_COND) on the fast path only. */
-typedef struct {
-    PyObject_HEAD sqf_cond c;
-    PyObject *lock;
-    int fast;       /* lock is a squarefree Lock or RLock: c waits on its mutex */
+ * `waiting` counts the waiters, threads and tasks (of every process, for
+ * a shared Condition: changed atomically), and bounds notify(n).  A task
+ * waits (aio.c's AK_COND) on the fast path only, and a shared Condition
+ * is always on the fast path (over a shared Lock or RLock). */
+struct cond_state {
+    _Alignas(SQF_STATE_ALIGN) uint32_t magic;
+    sqf_cond c;
     sqf_mutex gate; /* any other lock: the mutex c waits on */
     unsigned long waiting;
+};
+
+typedef struct {
+    SHAREABLE_HEAD(struct cond_state)
+    PyObject *lock;
+    int fast; /* lock is a squarefree Lock or RLock: c waits on its mutex */
     PyObject *weakrefs;
+    struct cond_state own;
 } CondObject;
+
+/* A Condition's waiter count, changed by every process that waits. */
+#define COND_WAITING(o)        __atomic_load_n(&(o)->st->waiting, __ATOMIC_RELAXED)
+#define COND_WAITING_ADD(o, d) __atomic_add_fetch(&(o)->st->waiting, (d), __ATOMIC_RELAXED)
+
+/* RobustLock (robust.c): an sqf_robust_mutex. */
+struct robust_state {
+    _Alignas(SQF_STATE_ALIGN) uint32_t magic;
+    sqf_robust_mutex m;
+};
+
+typedef struct {
+    SHAREABLE_HEAD(struct robust_state)
+    PyObject *weakrefs;
+    struct robust_state own;
+} RobustObject;
+
+extern PyTypeObject RobustLockType;
+extern PyObject *OwnerDiedError, *LockNotRecoverableError;
 
 /* A barrier wait's action: the completion barrier_action runs. */
 struct barrier_call {
@@ -242,6 +395,13 @@ PyObject *Lock_release(LockObject *self, PyObject *unused);
 PyObject *RLock_acquire(LockObject *self, PyObject *args, PyObject *kw);
 PyObject *RLock_release(LockObject *self, PyObject *unused);
 int lock_is_owned(LockObject *self); /* by the caller (a Lock: held at all) */
+/* Record an RLock's holder and depth (0, 0: nobody); with its process, for
+ * a shared one. */
+void lock_set_owner(LockObject *self, unsigned long owner, unsigned long count);
+
+/* Lock.acquire's arguments (blocking=True, timeout=-1), as threading reads
+ * them: 0 with *deadline set (SQF_FOREVER, or 0 for one try), -1 raised. */
+int lock_args(PyObject *args, PyObject *kw, sqf_deadline *deadline);
 
 /* Who takes an RLock now: the asyncio or trio task running in this
  * thread, if any, else the greenlet running under a hub (not its thread's

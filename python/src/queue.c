@@ -69,7 +69,7 @@ static int q_ready(QueueObject *q)
 
 static int q_lock(QueueObject *q)
 {
-    if (sqf_mutex_trylock(&q->mutex->mu) == 0) return 0;
+    if (sqf_mutex_trylock(&q->mutex->st->mu) == 0) return 0;
     PyObject *none = PyTuple_New(0), *r = none ? Lock_acquire(q->mutex, none, NULL) : NULL;
     Py_XDECREF(none);
     Py_XDECREF(r);
@@ -78,40 +78,40 @@ static int q_lock(QueueObject *q)
 
 static void q_unlock(QueueObject *q)
 {
-    sqf_mutex_unlock(&q->mutex->mu);
+    sqf_mutex_unlock(&q->mutex->st->mu);
 }
 
 /* Permits to sem, as many as fit under the bound (none if n <= 0). */
 static void sem_add(SemObject *sem, long long n)
 {
     unsigned v = 0;
-    sqf_sem_getvalue(&sem->s, &v);
+    sqf_sem_getvalue(&sem->st->s, &v);
     if (n > (long long)(SQF_SEM_VALUE_MAX - v)) n = SQF_SEM_VALUE_MAX - v;
-    if (n > 0) sqf_sem_release(&sem->s, (unsigned)n);
+    if (n > 0) sqf_sem_release(&sem->st->s, (unsigned)n);
 }
 
 /* Wake every waiter of sem with one release, leaving it plenty. */
 static void sem_flood(SemObject *sem)
 {
     unsigned v = 0;
-    sqf_sem_getvalue(&sem->s, &v);
-    if (v < FLOOD) sqf_sem_release(&sem->s, FLOOD - v);
+    sqf_sem_getvalue(&sem->st->s, &v);
+    if (v < FLOOD) sqf_sem_release(&sem->st->s, FLOOD - v);
 }
 
 /* Take a permit of sem, waiting until deadline if block: 1 taken, 0 not,
  * -1 raised (nothing taken). */
 static int sem_take(SemObject *sem, int block, sqf_deadline deadline)
 {
-    if (sqf_sem_tryacquire(&sem->s) == 0) return 1;
+    if (sqf_sem_tryacquire(&sem->st->s) == 0) return 1;
     if (!block) return 0;
     PyObject *v;
     int g = green_wait(AK_SEM, (PyObject *)sem, deadline, &v); /* a greenlet's wait */
     if (g) return g < 0 ? -1 : green_truth(v);
     struct sqf_waitop op = sqf_op_blocking(deadline, NULL);
-    op.u.sem.s = &sem->s;
+    op.u.sem.s = &sem->st->s;
     int raised, r = run_wait(&op, sqf_sem_acquire_step_, &raised);
     if (raised) {
-        if (r == 0) sqf_sem_release(&sem->s, 1); /* taken as the signal came: give it back */
+        if (r == 0) sqf_sem_release(&sem->st->s, 1); /* taken as the signal came: give it back */
         return -1;
     }
     if (r == 0 || r == ETIMEDOUT) return r == 0;
@@ -164,14 +164,14 @@ static int q_insert(QueueObject *q, PyObject *item, SemObject *slots)
 {
     if (q_lock(q) < 0) goto give_back;
     if (q_open(q, 1) < 0) goto unlock;
-    int e = sqf_countdown_up(&q->unfinished->c, 1);
+    int e = sqf_countdown_up(&q->unfinished->st->c, 1);
     if (e) {
         raise_errno(e, "too many unfinished tasks");
         goto unlock;
     }
     PyObject *r = PyObject_CallMethodOneArg((PyObject *)q, str_put, item);
     if (!r) {
-        sqf_countdown_down_n(&q->unfinished->c, 1);
+        sqf_countdown_down_n(&q->unfinished->st->c, 1);
         goto unlock;
     }
     Py_DECREF(r);
@@ -181,7 +181,7 @@ static int q_insert(QueueObject *q, PyObject *item, SemObject *slots)
 unlock:
     q_unlock(q);
 give_back:
-    if (slots) sqf_sem_release(&slots->s, 1);
+    if (slots) sqf_sem_release(&slots->st->s, 1);
     return -1;
 }
 
@@ -215,7 +215,7 @@ unlock:
     q_unlock(q);
     if (item) return item;
 give_back:
-    sqf_sem_release(&q->items->s, 1);
+    sqf_sem_release(&q->items->st->s, 1);
     return NULL;
 }
 
@@ -412,7 +412,7 @@ static int q_resize(QueueObject *q, Py_ssize_t n)
         delta = cap(n) - cap(old);
     }
     q->maxsize = n;
-    while (delta < 0 && sqf_sem_tryacquire(&q->slots->s) == 0) /* O(slots retired) */
+    while (delta < 0 && sqf_sem_tryacquire(&q->slots->st->s) == 0) /* O(slots retired) */
         delta++;
     if (delta < 0) {
         q->debt -= (Py_ssize_t)delta;

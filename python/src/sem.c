@@ -1,12 +1,16 @@
 /* sem.c: Semaphore and BoundedSemaphore, over sqf_sem. */
 #include "module.h"
 
+SHAREABLE_NEW(Sem_new, SemObject)
+
 static int sem_init_common(SemObject *self, PyObject *args, PyObject *kw, int bounded)
 {
-    static char *kwlist[] = {"value", NULL};
+    static char *kwlist[] = {"value", "shared", "offset", NULL};
     long long value = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, bounded ? "|L:BoundedSemaphore" : "|L:Semaphore",
-                                     kwlist, &value))
+    PyObject *shared = NULL, *offset = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw,
+                                     bounded ? "|L$OO:BoundedSemaphore" : "|L$OO:Semaphore", kwlist,
+                                     &value, &shared, &offset))
         return -1;
     if (init_once(self->initialised, (PyObject *)self) < 0) return -1;
     if (value < 0) {
@@ -17,16 +21,20 @@ static int sem_init_common(SemObject *self, PyObject *args, PyObject *kw, int bo
         PyErr_Format(PyExc_ValueError, "semaphore initial value must be <= %u", SQF_SEM_VALUE_MAX);
         return -1;
     }
-    self->bounded = bounded;
-    self->bound = (unsigned)value;
+    if (placement_place((ShareableObject *)self, shared, offset, sizeof(struct sem_state)) < 0)
+        return -1;
+    self->st->bounded = bounded;
+    self->st->bound = (unsigned)value;
     /* The library's max 0 means its own bound: a BoundedSemaphore(0), which
      * no release may exceed, is checked in release instead. */
-    int e = sqf_sem_init(&self->s, (unsigned)value, bounded && value > 0 ? (unsigned)value : 0,
-                         SQF_PRIVATE);
+    int e = sqf_sem_init(&self->st->s, (unsigned)value, bounded && value > 0 ? (unsigned)value : 0,
+                         SQF_FLAGS_OF(self));
     if (e) {
+        placement_release((ShareableObject *)self);
         raise_errno(e, "semaphore init failed");
         return -1;
     }
+    placement_done((ShareableObject *)self, bounded ? MAGIC_BSEM : MAGIC_SEM);
     self->initialised = 1;
     return 0;
 }
@@ -52,17 +60,17 @@ static PyObject *Sem_acquire(SemObject *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "can't specify timeout for non-blocking acquire");
         return NULL;
     }
-    if (!blocking) return PyBool_FromLong(sqf_sem_tryacquire(&self->s) == 0);
+    if (!blocking) return PyBool_FromLong(sqf_sem_tryacquire(&self->st->s) == 0);
     struct sqf_waitop op = sqf_op_blocking(SQF_FOREVER, NULL);
     int large = deadline_of(timeout, &op.deadline);
     if (large < 0) return NULL;
-    if (sqf_sem_tryacquire(&self->s) == 0) Py_RETURN_TRUE;
+    if (sqf_sem_tryacquire(&self->st->s) == 0) Py_RETURN_TRUE;
     PyObject *v;
     if (green_wait(AK_SEM, (PyObject *)self, op.deadline, &v)) return v; /* a greenlet's */
-    op.u.sem.s = &self->s;
+    op.u.sem.s = &self->st->s;
     int raised, r = run_wait(&op, sqf_sem_acquire_step_, &raised);
     if (raised) {
-        if (r == 0) sqf_sem_release(&self->s, 1); /* taken as the signal came: give it back */
+        if (r == 0) sqf_sem_release(&self->st->s, 1); /* taken as the signal came: give it back */
         return NULL;
     }
     return bool_result(too_large(large, r), "acquire failed");
@@ -70,10 +78,11 @@ static PyObject *Sem_acquire(SemObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *sem_release_n(SemObject *self, unsigned n)
 {
-    int e = self->bounded && self->bound == 0 ? EOVERFLOW : sqf_sem_release(&self->s, n);
+    int e =
+        self->st->bounded && self->st->bound == 0 ? EOVERFLOW : sqf_sem_release(&self->st->s, n);
     if (e == EOVERFLOW) {
-        PyErr_SetString(PyExc_ValueError, self->bounded ? "Semaphore released too many times"
-                                                        : "semaphore value would overflow");
+        PyErr_SetString(PyExc_ValueError, self->st->bounded ? "Semaphore released too many times"
+                                                            : "semaphore value would overflow");
         return NULL;
     }
     if (e) return raise_errno(e, "release failed");
@@ -100,7 +109,7 @@ static PyObject *Sem_value(SemObject *self, void *closure)
 {
     (void)closure;
     unsigned v = 0;
-    sqf_sem_getvalue(&self->s, &v);
+    sqf_sem_getvalue(&self->st->s, &v);
     return PyLong_FromUnsignedLong(v);
 }
 
@@ -110,10 +119,10 @@ static PyObject *Sem_repr(SemObject *self)
     PyObject *label = class_label((PyObject *)self);
     if (!label) return NULL;
     unsigned v = 0;
-    sqf_sem_getvalue(&self->s, &v);
-    PyObject *r = self->bounded
-                      ? PyUnicode_FromFormat("<%U at %p: value=%u/%u>", label, self, v, self->bound)
-                      : PyUnicode_FromFormat("<%U at %p: value=%u>", label, self, v);
+    sqf_sem_getvalue(&self->st->s, &v);
+    PyObject *r = self->st->bounded ? PyUnicode_FromFormat("<%U at %p: value=%u/%u>", label, self,
+                                                           v, self->st->bound)
+                                    : PyUnicode_FromFormat("<%U at %p: value=%u>", label, self, v);
     Py_DECREF(label);
     return r;
 }
@@ -137,12 +146,13 @@ PyTypeObject SemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.Semaphore",
     .tp_basicsize = sizeof(SemObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Semaphore(value=1)\n\nA counting semaphore, as threading.Semaphore; release(n) "
+    .tp_doc = "Semaphore(value=1, *, shared=None, offset=None)\n\nA counting semaphore, as "
+              "threading.Semaphore; release(n) "
               "wakes up to n waiters with one system call.",
     .tp_weaklistoffset = offsetof(SemObject, weakrefs),
-    .tp_dealloc = plain_dealloc,
+    .tp_dealloc = shareable_dealloc,
     .tp_repr = (reprfunc)Sem_repr,
-    .tp_new = PyType_GenericNew,
+    .tp_new = Sem_new,
     .tp_init = (initproc)Sem_init,
     .tp_methods = Sem_methods,
     .tp_getset = Sem_getset,
@@ -152,9 +162,10 @@ PyTypeObject BSemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "squarefree._squarefree.BoundedSemaphore",
     .tp_basicsize = sizeof(SemObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "BoundedSemaphore(value=1)\n\nA semaphore whose value may not exceed its initial "
+    .tp_doc = "BoundedSemaphore(value=1, *, shared=None, offset=None)\n\nA semaphore whose value "
+              "may not exceed its initial "
               "value: a release beyond it raises ValueError, as threading.BoundedSemaphore.",
     .tp_base = &SemType, /* as threading's: a BoundedSemaphore is a Semaphore */
-    .tp_new = PyType_GenericNew,
+    .tp_new = Sem_new,
     .tp_init = (initproc)BSem_init,
 };

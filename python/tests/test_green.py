@@ -778,3 +778,58 @@ def test_monkey_patched_program(name):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120, env=env)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+FORKED = """
+import os, sys
+import squarefree
+NAME, PATCH = sys.argv[1], sys.argv[2] == "patched"
+if NAME == "gevent":
+    import gevent
+    if PATCH:
+        import gevent.monkey; gevent.monkey.patch_all()
+    spawn, sleep = gevent.spawn, gevent.sleep
+else:
+    import eventlet
+    if PATCH:
+        eventlet.monkey_patch()
+    spawn, sleep = eventlet.spawn, eventlet.sleep
+ready = squarefree.Latch(1, shared=True)
+ev = squarefree.Event(shared=True)
+sleep(0)  # the main thread's hub exists, and has run
+w = squarefree.Event()
+g = spawn(w.wait, 5)  # ... and has a driver, which a greenlet's wait made
+w.set()
+sleep(0.01)
+from squarefree import _green
+before = _green._hub().driver
+pid = os.fork()
+if pid == 0:
+    h = _green._hub()
+    if NAME == "gevent" and PATCH:  # gevent's fork re-initialised the hub: a new driver
+        assert h is not None and h.driver is not before, h
+    else:  # an inherited hub is no hub
+        assert h is None, h
+    ready.count_down()
+    ok = ev.wait(30)  # the parent's set, seen in the child
+    os._exit(0 if ok else 3)
+assert ready.wait(30)
+sleep(0.05)
+ev.set()
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, status
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("patched", ["plain", "patched"])
+@pytest.mark.parametrize("name", ["gevent", "eventlet"])
+def test_forked_child_of_a_hub(name, patched):
+    """A child forked from a thread with a hub: the hub it inherits shares
+    the parent's epoll set and its driver the parent's io_uring ring, so
+    neither is used there (it crashed: the child submitted on the parent's
+    ring); its waits block as a thread's (or, where gevent's own fork
+    re-initialised the hub, wait in it) and see the parent's wake-up."""
+    r = subprocess.run([sys.executable, "-c", FORKED, name, patched], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
