@@ -30,6 +30,7 @@ PACKAGES=(
     python3-trio python3-uvloop python3-sniffio python3-outcome  # the libraries tasks run under
     python3-gevent python3-eventlet python3-greenlet
                                    # greenlets: the blocking methods wait in their hub (test_green.py)
+    strace                         # test_mixed.py counts a wake-all's system calls
     git ca-certificates
 )
 
