@@ -29,6 +29,28 @@ def test_report_on_tiny_sizes(tmp_path):
     assert len(lines) == 1 + len(CASES) * 2 * 5
 
 
+PROCESS_CASES = [("pstart", "seed"), ("pstart", "latch"), ("pmutex", "seed"),
+                 ("pmutex", "countdown"), ("pfloor", "processes")]
+
+
+@pytest.mark.parametrize("case,variant", PROCESS_CASES)
+def test_one_process_run(case, variant):
+    out = subprocess.run([sys.executable, SCRIPT, "--one", case, variant, "6", "--cpus", "1"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert float(out.stdout) > 0
+
+
+def test_process_report_on_tiny_sizes(tmp_path):
+    csv = tmp_path / "procs.csv"
+    out = subprocess.run([sys.executable, SCRIPT, "--processes", "--n", "3,6", "--runs", "5",
+                          "--csv", str(csv)], capture_output=True, text=True, timeout=300,
+                         check=True)
+    assert "targets met" in out.stdout and "exponent" in out.stdout
+    lines = csv.read_text().splitlines()
+    assert lines[0] == "case,variant,n,run,seconds"
+    assert len(lines) == 1 + len(PROCESS_CASES) * 2 * 5
+
+
 def test_refuses_few_runs():
     out = subprocess.run([sys.executable, SCRIPT, "--runs", "2"], capture_output=True,
                          text=True, timeout=60)
