@@ -8,6 +8,13 @@
 #                                  --quick, into out/report/seed_scripts.csv and .png),
 #                                  and its queues against janus, queue.Queue and
 #                                  asyncio.Queue (python/bench/queues.py --quick)
+#   scripts/run.sh processes [ARGS...]
+#                                  the seed's process scripts against the cures in
+#                                  shared memory (python/bench/seed_scripts.py
+#                                  --processes ARGS, e.g. `--cpus 1`, `--sched rr`),
+#                                  into out/report/seed_processes.{txt,csv,png}: not
+#                                  part of the quick report (the seed's start case
+#                                  takes minutes at n = 400)
 #   scripts/run.sh ARGS...         sqbench ARGS...   (e.g. `report`, `s2 --n 100,1600`)
 #
 # The quick report takes about 5 minutes on 2 cores; `scripts/run.sh report
@@ -33,6 +40,28 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILE
     -DCMAKE_BUILD_TYPE=Release -DSQF_BUILD_TESTS=OFF -DSQF_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$BUILD" -j "$JOBS" --target sqbench
 
+# The module built (Release) into a venv of Debian's python3, which sees
+# Debian's site packages (janus is a peer in queues.py).
+VENV="$ROOT/out/release/pyvenv"
+python_venv() {
+    rm -rf "$VENV" "$ROOT/python/build" "$ROOT"/python/*.egg-info
+    /usr/bin/python3 -m venv --system-site-packages "$VENV"
+    "$VENV/bin/pip" install --no-build-isolation --no-index "$ROOT/python" >"$ROOT/out/release/pip.log" 2>&1 ||
+        { cat "$ROOT/out/release/pip.log" >&2; exit 2; }
+    rm -rf "$ROOT/python/build" "$ROOT"/python/*.egg-info
+}
+
+if [ "${1:-}" = processes ]; then
+    shift
+    echo "== run.sh: python/bench/seed_scripts.py --processes $*"
+    mkdir -p "$ROOT/out/report"
+    python_venv
+    (cd "$ROOT/out/release" && /usr/bin/python3 "$ROOT/python/bench/seed_scripts.py" --processes \
+        --python "$VENV/bin/python" --csv "$ROOT/out/report/seed_processes.csv" \
+        --plot "$ROOT/out/report" "$@") | tee "$ROOT/out/report/seed_processes.txt"
+    exit 0
+fi
+
 if [ $# -gt 0 ]; then
     echo "== run.sh: bench/sqbench $*"
     echo
@@ -53,13 +82,7 @@ mkdir -p "$ROOT/out/report"
 # The Python part: the module built (Release) into a venv of Debian's python3.
 echo
 echo "== run.sh: the Python part: python/bench/seed_scripts.py and queues.py, --quick"
-VENV="$ROOT/out/release/pyvenv"
-rm -rf "$VENV" "$ROOT/python/build" "$ROOT"/python/*.egg-info
-# Debian's site packages are seen: janus is a peer in queues.py.
-/usr/bin/python3 -m venv --system-site-packages "$VENV"
-"$VENV/bin/pip" install --no-build-isolation --no-index "$ROOT/python" >"$ROOT/out/release/pip.log" 2>&1 ||
-    { cat "$ROOT/out/release/pip.log" >&2; exit 2; }
-rm -rf "$ROOT/python/build" "$ROOT"/python/*.egg-info
+python_venv
 # Debian's python3 (matplotlib) draws; the venv's runs each script.
 (cd "$ROOT/out/release" && /usr/bin/python3 "$ROOT/python/bench/seed_scripts.py" --quick \
     --python "$VENV/bin/python" --csv "$ROOT/out/report/seed_scripts.csv" --plot "$ROOT/out/report") |
