@@ -59,6 +59,7 @@ the floor's + 0.05), each met or missed.
 import argparse
 import multiprocessing
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -513,17 +514,24 @@ def main_processes(a):
             for c, v in order:
                 if (c, v) in over and n >= over[(c, v)]:
                     continue
+                # A session of its own: a run over the limit is killed with its
+                # children, which would otherwise poll on for ever.
+                p = subprocess.Popen(
+                    [a.python, os.path.abspath(__file__), "--one", c, v, str(n)] + extra,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    start_new_session=True)
                 try:
-                    out = subprocess.run(
-                        [a.python, os.path.abspath(__file__), "--one", c, v, str(n)] + extra,
-                        capture_output=True, text=True, timeout=a.limit, check=True)
-                    t = float(out.stdout.strip())
+                    out, err = p.communicate(timeout=a.limit)
                 except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.communicate()
                     t = None
                     over[(c, v)] = min(n, over.get((c, v), n))
-                except subprocess.CalledProcessError as e:
-                    sys.stderr.write(e.stderr)
-                    return 2
+                else:
+                    if p.returncode != 0:
+                        sys.stderr.write(err)
+                        return 2
+                    t = float(out.strip())
                 rows.append((c, v, n, r, t))
                 if t is not None:
                     times[(c, v, n)].append(t)
