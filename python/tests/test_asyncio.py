@@ -15,6 +15,7 @@ import pytest
 
 import squarefree as sf
 from squarefree import _squarefree as _c
+from aiocompat import timeout
 
 
 @pytest.fixture(params=["uring", "fallback"])
@@ -291,7 +292,7 @@ def test_semaphore_permits_conserved_with_cancellation(backend):
         async def user():
             for _ in range(150):
                 try:
-                    async with asyncio.timeout(rnd.choice([0.0003, 0.001, 0.01])):
+                    async with timeout(rnd.choice([0.0003, 0.001, 0.01])):
                         async with sem:
                             take()
                             try:  # a cancel may land here too

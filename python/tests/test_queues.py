@@ -19,6 +19,7 @@ import weakref
 import pytest
 
 import squarefree as sf
+from aiocompat import timeout
 from test_asyncio import backend, in_loop_thread, joined  # noqa: F401 (a fixture)
 from test_primitives import Interrupted, interrupt_main_after, usr1_raises  # noqa: F401
 
@@ -42,7 +43,10 @@ def test_exceptions_are_queues_own():
     assert sf.QueueShutDown is sf.ShutDown
     assert sf.ShutDown is getattr(queue, "ShutDown", sf.ShutDown)
     assert issubclass(sf.ShutDown, Exception)
-    assert sf.Queue[int] is not None and sf.SimpleQueue[int] is not None
+    if sys.version_info >= (3, 9):
+        assert sf.Queue[int] is not None and sf.SimpleQueue[int] is not None
+    else:  # as queue.Queue's: no generic alias before 3.9
+        pytest.raises(TypeError, lambda: sf.Queue[int])
 
 
 @pytest.mark.parametrize("cls", QUEUES)
@@ -245,7 +249,7 @@ def test_random_cancellations_lose_nothing(backend):
             put_ok.append(("task", i))
 
         async def getter_timeout(seconds):
-            async with asyncio.timeout(seconds):
+            async with timeout(seconds):
                 got.append(await q.async_get())
 
         i = 0
@@ -334,7 +338,7 @@ def test_simplequeue_cancelled_get_takes_nothing(backend):
         q = sf.SimpleQueue()
         for _ in range(20):
             try:
-                async with asyncio.timeout(0.001):
+                async with timeout(0.001):
                     await q.async_get()
             except TimeoutError:
                 pass
@@ -653,7 +657,7 @@ def test_references_through_cancellation_timeouts_and_shutdown(backend):
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 try:
-                    async with asyncio.timeout(0.0005):
+                    async with timeout(0.0005):
                         await q.async_get()
                 except TimeoutError:
                     pass
@@ -735,7 +739,7 @@ def test_no_memory_growth_with_repeated_timeouts_and_cancels():
     async def cycle(q, n):
         for _ in range(n):
             try:
-                async with asyncio.timeout(0):
+                async with timeout(0):
                     await q.async_get()
             except TimeoutError:
                 pass
