@@ -54,7 +54,7 @@ link_dir() {
     rm -rf "$dir"
     mkdir -p "$dir"
     for name in "$@"; do
-        [[ -e "$DIST/$name" ]] || { echo "pyversions: $DIST/$name is missing (scripts/deps.sh)" >&2; return 1; }
+        [[ -n "$name" && -e "$DIST/$name" ]] || { echo "pyversions: $DIST/$name is missing (scripts/deps.sh)" >&2; return 1; }
         ln -s "$DIST/$name" "$dir/$name"
     done
 }

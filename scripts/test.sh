@@ -331,9 +331,13 @@ config_python() {
 config_pyversions() {
     header pyversions "the CPython module with every CPython 3.8..3.13 present (pyenv)"
     bash "$ROOT/scripts/pyversions.sh" 2>&1 | tee "$OUT/pyversions.log"
-    # One result per version, from pyversions.sh's summary: "3.8 PASS, 3.9 ...".
-    passed "$(sed -n '/^== pyversions summary/,$p' "$OUT/pyversions.log" | awk \
-        '/^  python/ { sub("python", "", $1); printf "%s%s %s", sep, $1, $2 == "not" ? "absent" : $2; sep = ", " }')"
+    # One result per version, from pyversions.sh's summary: "3.8 373+3s; 3.9 ..."
+    # (passed+skipped), or "absent".
+    passed "$(sed -n '/^== pyversions summary/,$p' "$OUT/pyversions.log" | awk '/^  python/ {
+        sub("python", "", $1); r = "absent"
+        if (match($0, /[0-9]+ passed/)) r = substr($0, RSTART, RLENGTH - 7)
+        if (match($0, /[0-9]+ skipped/)) r = r "+" substr($0, RSTART, RLENGTH - 8) "s"
+        printf "%s%s %s", sep, $1, r; sep = "; " }') (passed+skipped)"
 }
 
 for c in "${configs[@]}"; do
