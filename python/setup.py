@@ -2,7 +2,9 @@
 
 The library's C sources are compiled into the extension itself (static
 linking, in effect): the installed module needs nothing else at run time.
-Install into a virtual environment, offline, with:
+The package's metadata is in pyproject.toml; this file defines the
+extension, which setuptools reads beside it.  Install into a virtual
+environment, offline, with:
 
     python3 -m venv venv && venv/bin/pip install --no-build-isolation ./python
 """
@@ -32,10 +34,12 @@ URING = os.path.exists("/usr/include/liburing.h") and bool(URING_A) \
 
 ext = Extension(
     "squarefree._squarefree",
-    sources=sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
-    + [os.path.join(ROOT, "src", f) for f in LIB],
+    # setuptools refuses absolute source paths: these are relative to this
+    # directory, which setuptools runs in (pip runs it there).
+    sources=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "src", "*.c")))
+    + [os.path.join("..", "src", f) for f in LIB],
     include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "src")],
-    depends=[os.path.join(HERE, "src", "module.h")],
+    depends=[os.path.join(HERE, "src", h) for h in ("module.h", "compat.h")],
     define_macros=[("SQF_NO_INLINE", None)] + ([("SQF_HAVE_URING", None)] if URING else []),
     extra_objects=URING_A[:1] if URING else [],
     extra_link_args=["-Wl,--exclude-libs,ALL"],  # liburing's symbols stay private
@@ -45,13 +49,7 @@ ext = Extension(
 )
 
 setup(
-    name="squarefree",
-    version="0.1.0",
-    description="Synchronization primitives that never meet the square: threads and event "
-    "loops on the same primitives",
     packages=["squarefree"],
-    package_dir={"squarefree": os.path.join(HERE, "squarefree")},
     package_data={"squarefree": ["py.typed", "*.pyi"]},
     ext_modules=[ext],
-    python_requires=">=3.10",
 )

@@ -22,8 +22,11 @@ PACKAGES=(
     libuv1-dev                     # libuv: examples/loop_libuv.c, sqbench W2 peers
     python3-matplotlib             # sqbench plots
     python3-dev python3-setuptools # the CPython module (python/)
+    python3-wheel                  # ... built through pyproject.toml (setuptools' bdist_wheel)
     python3-venv python3-pytest    # ... installed into a venv by pip, and its tests
     python3-hypothesis             # ... property tests of the Python primitives
+    python3-tomli                  # ... pytest on CPython 3.8-3.10 reads python/pyproject.toml
+                                   # (scripts/pyversions.sh)
     libpython3.11-testsuite        # CPython's own lock_tests.py and test_queue.py, which the
                                    # drop-ins pass (it pulls the matching python3.11)
     python3-janus python3-anyio    # Python peers: janus's queue, anyio's CapacityLimiter

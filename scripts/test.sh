@@ -17,6 +17,9 @@
 #              through pkg-config, through find_package, and as C++ (g++)
 #   python     the CPython module (python/): a debug build with -Werror installed
 #              into a fresh venv with pip, offline, then its pytest suite
+#   pyversions the module built (-Werror) and tested with every CPython 3.8 to 3.13
+#              under ~/.pyenv/versions (scripts/pyversions.sh: one after another,
+#              Debian's pure-Python pytest; an absent version is named and skipped)
 #
 # Environment: SQF_JOBS (default 2) sets build and test parallelism.
 # Fails fast at the first failing configuration, then prints a summary.
@@ -26,7 +29,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
 OUT="$ROOT/out/test"
 JOBS=${SQF_JOBS:-2}
-ALL_CONFIGS=(release asan tsan portable warnings install python)
+ALL_CONFIGS=(release asan tsan portable warnings install python pyversions)
 
 usage() {
     echo "usage: scripts/test.sh [--quick] [--only NAME[,NAME...]]   (names: ${ALL_CONFIGS[*]})"
@@ -72,14 +75,14 @@ header() {
 }
 
 passed() {
-    summary+=("$(printf '  %-9s PASS  %4ds  %s' "$current" $((SECONDS - current_start)) "$1")")
+    summary+=("$(printf '  %-10s PASS  %4ds  %s' "$current" $((SECONDS - current_start)) "$1")")
     current=""
 }
 
 on_exit() {
     local rc=$?
     if [[ -n "$current" ]]; then
-        summary+=("$(printf '  %-9s FAIL  %4ds' "$current" $((SECONDS - current_start)))")
+        summary+=("$(printf '  %-10s FAIL  %4ds' "$current" $((SECONDS - current_start)))")
     fi
     echo
     echo "================================================================================"
@@ -323,6 +326,18 @@ config_python() {
     (cd "$dir" && timeout 600 "$dir/venv/bin/python" -m pytest -q -p no:cacheprovider \
         "$ROOT/python/tests") | tee "$dir/pytest.log"
     passed "$(tail -1 "$dir/pytest.log")"
+}
+
+config_pyversions() {
+    header pyversions "the CPython module with every CPython 3.8..3.13 present (pyenv)"
+    bash "$ROOT/scripts/pyversions.sh" 2>&1 | tee "$OUT/pyversions.log"
+    # One result per version, from pyversions.sh's summary: "3.8 373+3s; 3.9 ..."
+    # (passed+skipped), or "absent".
+    passed "$(sed -n '/^== pyversions summary/,$p' "$OUT/pyversions.log" | awk '/^  python/ {
+        sub("python", "", $1); r = "absent"
+        if (match($0, /[0-9]+ passed/)) r = substr($0, RSTART, RLENGTH - 7)
+        if (match($0, /[0-9]+ skipped/)) r = r "+" substr($0, RSTART, RLENGTH - 8) "s"
+        printf "%s%s %s", sep, $1, r; sep = "; " }') (passed+skipped)"
 }
 
 for c in "${configs[@]}"; do

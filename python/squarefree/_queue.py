@@ -57,7 +57,8 @@ class Queue(_c._QueueCore):
     self.mutex.  Change the items only through the queue's methods: an item
     added to self.queue directly is invisible to get()."""
 
-    __class_getitem__ = classmethod(_types.GenericAlias)
+    if hasattr(_types, "GenericAlias"):  # 3.9+: Queue[int], as queue.Queue (3.8 has neither)
+        __class_getitem__ = classmethod(_types.GenericAlias)
 
     # --- the hooks (queue.Queue's) ------------------------------------------------
 
@@ -384,7 +385,8 @@ class SimpleQueue(_c._SimpleQueueCore):
     this thread is inside put or get); no task_done, join or shutdown.
     Tasks wait with async_get."""
 
-    __class_getitem__ = classmethod(_types.GenericAlias)
+    if hasattr(_types, "GenericAlias"):  # 3.9+, as queue.SimpleQueue
+        __class_getitem__ = classmethod(_types.GenericAlias)
 
     async def async_put(self, item):
         """put(item), for symmetry with async_get (under trio, a

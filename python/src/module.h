@@ -31,6 +31,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* The newer C API calls, on the older Pythons too. */
+#include "compat.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>

@@ -18,6 +18,8 @@ import asyncio
 import contextlib
 import threading
 
+from aiocompat import timeout
+
 LIBS = ["asyncio", "uvloop", "trio", "anyio-asyncio", "anyio-trio"]
 
 
@@ -152,7 +154,7 @@ async def _async_cm(cm):
 @contextlib.asynccontextmanager
 async def _asyncio_move_on_after(seconds):
     try:
-        async with asyncio.timeout(seconds):
+        async with timeout(seconds):
             yield
     except TimeoutError:
         pass

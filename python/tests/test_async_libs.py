@@ -13,6 +13,7 @@ import time
 import pytest
 
 import squarefree as sf
+from conftest import require
 from libs import Lib, joined
 
 
@@ -304,6 +305,7 @@ def test_trio_a_wait_that_need_not_wait_is_a_checkpoint(name, make, call, taken)
     """As trio.Lock.acquire: a call on a free object lets other tasks run
     (assert_checkpoints), and in a cancelled scope it raises Cancelled and
     takes nothing."""
+    require("trio")
     import trio
     import trio.testing
 
@@ -334,6 +336,7 @@ def test_trio_a_wait_that_need_not_wait_is_a_checkpoint(name, make, call, taken)
 def test_trio_cancelled_cond_wait_raises_cancelled_with_the_lock_held():
     """trio's own rule for Condition.wait: a cancelled wait ends holding the
     lock; a notify that reached it goes to the next waiter (a thread)."""
+    require("trio")
     import trio
     cond = sf.Condition()
     woke = []
@@ -373,6 +376,7 @@ def test_trio_cancelled_cond_wait_raises_cancelled_with_the_lock_held():
 def test_one_wake_all_reaches_threads_asyncio_and_trio_tasks(backend, kind):
     obj = sf.Event() if kind == "event" else sf.Latch(1)
     n_tasks, n_threads = 100, 20
+    require("uvloop", "trio", "anyio", "sniffio")
     libs = [Lib("asyncio"), Lib("uvloop"), Lib("trio"), Lib("anyio-trio")]
     ready = sf.CountdownEvent(len(libs) * n_tasks + n_threads)
     woke = []
@@ -402,6 +406,7 @@ def test_one_wake_all_reaches_threads_asyncio_and_trio_tasks(backend, kind):
 def test_library_detection_is_per_call():
     """asyncio and trio in two threads at once, on one lock: each call
     takes the path of the library that runs it."""
+    require("trio", "sniffio")
     lock = sf.Lock()
     count = [0]
 

@@ -16,6 +16,7 @@ import pytest
 
 import squarefree as sf
 from squarefree import _squarefree as _c
+from aiocompat import timeout
 
 # --- the same call, the same outcome -------------------------------------------------
 
@@ -364,7 +365,7 @@ def test_cancelled_barrier_arrival_is_gone_when_the_task_sees_it(how):
                 await t
         else:
             with pytest.raises(TimeoutError):
-                async with asyncio.timeout(0.01):
+                async with timeout(0.01):
                     await b.async_wait()
         return thread_outcome(lambda: b.wait(0.2)), b.broken
 

@@ -18,9 +18,12 @@ import pytest
 
 import squarefree as sq
 
-gevent = pytest.importorskip("gevent", reason="python3-gevent is not installed")
-eventlet = pytest.importorskip("eventlet", reason="python3-eventlet is not installed")
+from conftest import require  # noqa: E402
+
+require("gevent", "eventlet", module_level=True)
+import eventlet  # noqa: E402
 import eventlet.hubs  # noqa: E402
+import gevent  # noqa: E402
 import greenlet  # noqa: E402
 
 HANG = 20  # seconds before a test counts as hung

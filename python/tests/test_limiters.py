@@ -21,6 +21,7 @@ import weakref
 import pytest
 
 import squarefree as sf
+from aiocompat import timeout, uncancel
 from libs import joined
 from test_primitives import Interrupted, interrupt_main_after, usr1_raises  # noqa: F401
 from together import Holders, run_together
@@ -469,13 +470,13 @@ def test_mixed_stress(backend, reentrant):  # noqa: F811
                 delay = rnd.choice([0.0002, 0.001, 0.01])
                 kill = asyncio.get_running_loop().call_later(delay, me.cancel) if i % 2 else None
                 try:
-                    async with asyncio.timeout(None if kill else delay):
+                    async with timeout(None if kill else delay):
                         async with lim:
                             await holders.hold_a_while(rnd)
                 except TimeoutError:
                     pass
                 except asyncio.CancelledError:  # our own kill: go on
-                    me.uncancel()
+                    uncancel(me)
                 finally:
                     if kill:
                         kill.cancel()

@@ -13,6 +13,10 @@ import textwrap
 
 import pytest
 
+from conftest import require
+
+require("trio", "gevent", "eventlet", module_level=True)
+
 # The program: N waiters of each kind block on one Event; once all are
 # counted in, the main thread marks the trace (getppid, which glibc never
 # caches), sets the event, and marks again.  Then it hands one permit per

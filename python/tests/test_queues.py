@@ -21,6 +21,7 @@ import weakref
 import pytest
 
 import squarefree as sf
+from aiocompat import timeout
 from libs import Lib, joined
 from test_primitives import Interrupted, interrupt_main_after, usr1_raises  # noqa: F401
 
@@ -44,7 +45,10 @@ def test_exceptions_are_queues_own():
     assert sf.QueueShutDown is sf.ShutDown
     assert sf.ShutDown is getattr(queue, "ShutDown", sf.ShutDown)
     assert issubclass(sf.ShutDown, Exception)
-    assert sf.Queue[int] is not None and sf.SimpleQueue[int] is not None
+    if sys.version_info >= (3, 9):
+        assert sf.Queue[int] is not None and sf.SimpleQueue[int] is not None
+    else:  # as queue.Queue's: no generic alias before 3.9
+        pytest.raises(TypeError, lambda: sf.Queue[int])
 
 
 @pytest.mark.parametrize("cls", QUEUES)
@@ -655,7 +659,7 @@ def test_references_through_cancellation_timeouts_and_shutdown(backend):
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 try:
-                    async with asyncio.timeout(0.0005):
+                    async with timeout(0.0005):
                         await q.async_get()
                 except TimeoutError:
                     pass
@@ -737,7 +741,7 @@ def test_no_memory_growth_with_repeated_timeouts_and_cancels():
     async def cycle(q, n):
         for _ in range(n):
             try:
-                async with asyncio.timeout(0):
+                async with timeout(0):
                     await q.async_get()
             except TimeoutError:
                 pass

@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+from conftest import require
+
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 
 
@@ -24,6 +26,9 @@ def test_readme_has_the_examples():
 
 def test_readme_examples_run():
     for block in python_blocks():
+        libs = [m for m in ("trio", "gevent", "eventlet", "anyio", "uvloop")
+                if re.search(r"^import .*\b%s\b|^from %s\b" % (m, m), block, re.M)]
+        require(*libs)
         # A fresh interpreter per example, as a user would run it.
         r = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
                            timeout=60)

@@ -362,15 +362,15 @@ def _waiter_and_holder(cond):
 
     async def holder(entered):
         async with cond:
-            entered.set()
+            entered.set_result(None)
             await asyncio.sleep(3600)
 
     loop = asyncio.new_event_loop()
     ta = loop.create_task(waiter())
     loop.run_until_complete(asyncio.sleep(0.02))
-    entered = asyncio.Event()
+    entered = loop.create_future()  # of this loop (an asyncio.Event binds at creation before 3.10)
     tb = loop.create_task(holder(entered))
-    loop.run_until_complete(entered.wait())
+    loop.run_until_complete(entered)
     return loop, ta, tb
 
 
