@@ -17,6 +17,7 @@ import time
 import pytest
 
 import squarefree as sf
+from conftest import require
 from libs import joined, later
 
 
@@ -24,6 +25,7 @@ from libs import joined, later
 def new_loop(request):
     """An asyncio event loop factory: asyncio's own, or uvloop's."""
     if request.param == "uvloop":
+        require("uvloop")
         import uvloop
         return uvloop.new_event_loop
     return asyncio.new_event_loop
