@@ -26,7 +26,7 @@ Lock.acquire and RLock.acquire, which keep threading's -1 for ever.  Do not call
 loop, and the tasks that would release it with it.  An RLock taken by a
 task is owned by that task (another task of the same loop waits for it),
 and a Condition's tasks wait with ``await cond.async_wait()`` beside its
-threads.  Once is for threads only.
+threads.  Once is for threads and greenlets, not tasks.
 
 Under uvloop, trio and anyio (on either backend) the same async methods
 work: each call finds the library that runs it, as sniffio does (a trio
