@@ -7,6 +7,9 @@ def pytest_configure(config):
                             "error::pytest.PytestUnhandledThreadExceptionWarning")
     # anyio 3.6's trio backend subclasses trio.MultiError, which trio 0.22 deprecates.
     config.addinivalue_line("filterwarnings", "ignore:trio.MultiError is deprecated")
+    # eventlet 0.33 (Debian 12) still uses distutils' LooseVersion at import.
+    config.addinivalue_line("filterwarnings",
+                            "ignore:distutils Version classes are deprecated:DeprecationWarning")
 
 
 import importlib  # noqa: E402
