@@ -57,6 +57,7 @@ the floor and at least 20x faster than the seed's code; exponents at most
 the floor's + 0.05), each met or missed.
 """
 import argparse
+import glob
 import multiprocessing
 import os
 import signal
@@ -525,6 +526,10 @@ def main_processes(a):
                 except subprocess.TimeoutExpired:
                     os.killpg(p.pid, signal.SIGKILL)
                     p.communicate()
+                    # A creator killed so cannot unlink its shared-memory blocks
+                    # (the README's Lifetime): their names go with it here.
+                    for name in glob.glob("/dev/shm/squarefree-%d-*" % p.pid):
+                        os.unlink(name)
                     t = None
                     over[(c, v)] = min(n, over.get((c, v), n))
                 else:
