@@ -245,56 +245,131 @@ static void c1_guard(int j, int t, int n, int hi, int cpus)
     c1_bad[j][t][hi] = 1;
 }
 
-/* Every run of every point, each lock at one N and h after a baseline (one
- * thread, no lock) and a last baseline after the last point; then each
- * point's parallelism and work per CPU-second over the mean of the
- * baselines around it.  Returns the baselines' summary. */
+/* The baseline a block is divided by: the median of the C1_BASE_NEAR
+ * baselines nearest to block b in time.  A lone thread's speed on a shared
+ * machine dips by a third for tens of milliseconds at a time; one baseline
+ * caught in a dip would make every point of its block look faster than it
+ * can be, while a median of its neighbours follows only the slower drifts
+ * of the machine's speed. */
+#define C1_BASE_NEAR 5
+static double local_base(const double *base, long nbase, long b)
+{
+    long lo = b - C1_BASE_NEAR / 2, hi = lo + C1_BASE_NEAR;
+    if (lo < 0) lo = 0, hi = C1_BASE_NEAR;
+    if (hi > nbase) hi = nbase, lo = nbase > C1_BASE_NEAR ? nbase - C1_BASE_NEAR : 0;
+    return sb_summarize(base + lo, (int)(hi - lo)).med;
+}
+
+/* The hold fractions measured, as indices hi (h = hi * 10 %): every one, or
+ * with --quick every other one and 50 % (the seed's own figure). */
+static int c1_his[C1_NH], c1_nh;
+static int c1_measured(int hi)
+{
+    for (int k = 0; k < c1_nh; k++)
+        if (c1_his[k] == hi) return 1;
+    return 0;
+}
+
+/* The measured h indices, in order: C1_FOR_H(hi) body. */
+#define C1_FOR_H(hi)                                                                               \
+    for (int hi = 0; hi < C1_NH; hi++)                                                             \
+        if (c1_measured(hi))
+
+/* Every run of every point, in blocks: block b = run * c1_nh + k runs every
+ * lock at every N for h = c1_his[k], and baselines (one thread, no lock);
+ * then each point's parallelism and work per CPU-second.
+ * - Within a block the locks take turns at going first: what the machine
+ *   gives a run depends on what ran just before it.
+ * - One thread with a lock (N = 1) must do what a lone thread does, and
+ *   the validity guard checks that within 5 %, finer than this machine's
+ *   speed changes from one 40 ms run to the next.  So every N = 1 run has a
+ *   baseline just before and just after it and is divided by the faster of
+ *   the two: the machine's speed only ever dips below its own (a neighbour
+ *   takes the core for tens of milliseconds), so the faster bracket is the
+ *   one the dip missed.
+ * - The other points are divided by local_base(b), the median of the
+ *   blocks' baselines nearest in time.  The baselines run with the smallest
+ *   N: a lone thread runs measurably slower just after many threads have
+ *   kept both CPUs busy (the host seems to charge the virtual machine for
+ *   it), so a baseline measured there would be too low and every point over
+ *   it too high.
+ * Returns the baselines' summary. */
 static struct sb_sum c1_measure(const int *threads, int nt, double cycle, double secs)
 {
-    /* Points in the order run: g = (run * C1_NH + hi) * nt + t; base[g] is
-     * the baseline just before point g, base[g + 1] the one just after. */
-    long npoints = (long)sb.runs * C1_NH * nt;
-    double *base = malloc(sizeof *base * (size_t)(npoints + 1));
-    if (!base) sb_fail("C1: out of memory");
+    long nblocks = (long)sb.runs * c1_nh;
+    int lightest = 0;
+    for (int t = 1; t < nt; t++)
+        if (threads[t] < threads[lightest]) lightest = t;
+    int paired = threads[lightest] == 1, per_block = paired ? sb_nlocks + 1 : 1;
+    double *base = malloc(sizeof *base * (size_t)nblocks),
+           *all = malloc(sizeof *all * (size_t)(nblocks * per_block));
+    if (!base || !all) sb_fail("C1: out of memory");
     memset(c1_bad, 0, sizeof c1_bad);
-    sb_progress_begin("C1", npoints * (1 + sb_nlocks) + 1);
-    long g = 0;
+    sb_progress_begin("C1", nblocks * (per_block + (long)nt * sb_nlocks));
     double u, a, c;
+    long nall = 0;
     for (int run = 0; run < sb.runs; run++)
-        for (int hi = 0; hi < C1_NH; hi++)
-            for (int t = 0; t < nt; t++, g++) {
-                run_once(NULL, 1, cycle, 0, secs, "C1 baseline", &u, &a, &c);
-                base[g] = u;
-                sb_progress_step();
-                double h = hi / 10.0;
-                for (int j = 0; j < sb_nlocks; j++) {
+        for (int k = 0; k < c1_nh; k++) {
+            long b = (long)run * c1_nh + k;
+            int hi = c1_his[k];
+            double h = hi / 10.0, mine[C_MAX_LOCKS + 1];
+            int nmine = 0;
+            for (int t = 0; t < nt; t++) {
+                int pair = paired && t == lightest;
+                if (pair) {
+                    run_once(NULL, 1, cycle, 0, secs, "C1 baseline", &u, &a, &c);
+                    mine[nmine++] = u;
+                    sb_progress_step();
+                }
+                for (int o = 0; o < sb_nlocks; o++) {
+                    int j = (int)((o + b + t) % sb_nlocks);
                     char what[64];
                     snprintf(what, sizeof what, "C1 %s N=%d h=%d%%", lock_name(j), threads[t],
                              hi * 10);
                     run_once(&sb_locks[j], threads[t], cycle * (1 - h), cycle * h, secs, what, &u,
                              &a, &c);
-                    c1_par[j][t][hi][run] = u; /* units/s: divided by the baseline below */
+                    c1_par[j][t][hi][run] = u; /* units/s: divided by a baseline below */
                     c1_cpu[j][t][hi][run] = c > 0 ? u / c : NAN; /* units per CPU-second */
+                    sb_progress_step();
+                    if (pair) {
+                        run_once(NULL, 1, cycle, 0, secs, "C1 baseline", &u, &a, &c);
+                        double b2 = fmax(mine[nmine - 1], u);
+                        mine[nmine++] = u;
+                        c1_par[j][t][hi][run] /= b2;
+                        c1_cpu[j][t][hi][run] /= b2;
+                        sb_progress_step();
+                    }
+                }
+                if (t == lightest && !pair) {
+                    run_once(NULL, 1, cycle, 0, secs, "C1 baseline", &u, &a, &c);
+                    mine[nmine++] = u;
                     sb_progress_step();
                 }
             }
-    run_once(NULL, 1, cycle, 0, secs, "C1 baseline", &u, &a, &c);
-    base[g] = u;
+            base[b] = sb_summarize(mine, nmine).med;
+            for (int m = 0; m < nmine; m++) {
+                sb_record("C1", "no-lock", 1, hi * 10, run, "units_per_s", mine[m], "ok");
+                all[nall++] = mine[m];
+            }
+        }
     sb_progress_end();
 
-    g = 0;
     for (int run = 0; run < sb.runs; run++)
-        for (int hi = 0; hi < C1_NH; hi++)
-            for (int t = 0; t < nt; t++, g++) {
-                double b = (base[g] + base[g + 1]) / 2;
-                sb_record("C1", "no-lock", threads[t], hi * 10, run, "units_per_s", base[g], "ok");
+        for (int k = 0; k < c1_nh; k++) {
+            long b = (long)run * c1_nh + k;
+            int hi = c1_his[k];
+            double lb = local_base(base, nblocks, b);
+            for (int t = 0; t < nt; t++) {
+                if (paired && t == lightest) continue; /* divided already */
                 for (int j = 0; j < sb_nlocks; j++) {
-                    c1_par[j][t][hi][run] /= b;
-                    c1_cpu[j][t][hi][run] /= b;
+                    c1_par[j][t][hi][run] /= lb;
+                    c1_cpu[j][t][hi][run] /= lb;
                 }
             }
-    struct sb_sum bs = sb_summarize(base, (int)(npoints + 1));
+        }
+    struct sb_sum bs = sb_summarize(all, (int)nall);
     free(base);
+    free(all);
     return bs;
 }
 
@@ -303,16 +378,17 @@ static struct sb_sum c1_measure(const int *threads, int nt, double cycle, double
 static void c1_validate(const int *threads, int nt, int cpus)
 {
     for (int t = 0; t < nt; t++)
-        for (int hi = 0; hi < C1_NH; hi++)
-            for (int j = 0; j < sb_nlocks; j++)
-                c1_guard(j, t, threads[t], hi, cpus);
+        C1_FOR_H(hi)
+    for (int j = 0; j < sb_nlocks; j++)
+        c1_guard(j, t, threads[t], hi, cpus);
 
     /* Efficiency per run, against the same run's h = 0 point.  A run whose
      * h = 0 point did no work (a tiny --duration on a busy machine) has no
      * efficiency: recorded as skipped, not as an "ok" without a number. */
     for (int j = 0; j < sb_nlocks; j++)
         for (int t = 0; t < nt; t++)
-            for (int hi = 0; hi < C1_NH; hi++) {
+            C1_FOR_H(hi)
+            {
                 const char *st = c1_bad[j][t][hi] ? "invalid" : "ok";
                 for (int run = 0; run < sb.runs; run++) {
                     sb_record("C1", lock_name(j), threads[t], hi * 10, run, "parallelism",
@@ -327,9 +403,9 @@ static void c1_validate(const int *threads, int nt, int cpus)
                 }
             }
     for (int t = 0; t < nt; t++)
-        for (int hi = 0; hi < C1_NH; hi++)
-            sb_record("C1", "model", threads[t], hi * 10, 0, "model",
-                      sb_model_speedup(threads[t], hi / 10.0), "ok");
+        C1_FOR_H(hi)
+    sb_record("C1", "model", threads[t], hi * 10, 0, "model",
+              sb_model_speedup(threads[t], hi / 10.0), "ok");
 }
 
 /* Per N: parallelism against the model, and work per CPU-second. */
@@ -337,7 +413,7 @@ static void c1_print(const int *threads, int nt, struct sb_sum bs)
 {
     sb_note("one thread without a lock: %.4g units/s (median [min-max] %.4g-%.4g of %ld "
             "baselines)",
-            bs.med, bs.min, bs.max, (long)sb.runs * C1_NH * nt + 1);
+            bs.med, bs.min, bs.max, (long)bs.n);
     for (int t = 0; t < nt; t++) {
         int n = threads[t];
         printf("\n  N = %d threads: parallelism median [min-max] (efficiency), model beside\n", n);
@@ -345,7 +421,8 @@ static void c1_print(const int *threads, int nt, struct sb_sum bs)
         for (int j = 0; j < sb_nlocks; j++)
             printf(" | %-22s", lock_name(j));
         printf("\n");
-        for (int hi = 0; hi < C1_NH; hi++) {
+        C1_FOR_H(hi)
+        {
             double m = sb_model_speedup(n, hi / 10.0);
             printf("  %3d%% %5.2f (%.2f)", hi * 10, m, m / n);
             for (int j = 0; j < sb_nlocks; j++) {
@@ -365,7 +442,8 @@ static void c1_print(const int *threads, int nt, struct sb_sum bs)
         for (int j = 0; j < sb_nlocks; j++)
             printf(" | %-8.8s", lock_name(j));
         printf("\n");
-        for (int hi = 0; hi < C1_NH; hi++) {
+        C1_FOR_H(hi)
+        {
             printf("  %3d%% %11s", hi * 10, "");
             for (int j = 0; j < sb_nlocks; j++) {
                 if (c1_bad[j][t][hi])
@@ -396,7 +474,8 @@ static void c1_judge(const int *threads, int nt)
         if (n == 2) {
             double worst = INFINITY, worst_pos = INFINITY;
             int at = 0, at_pos = 0;
-            for (int hi = 0; hi < C1_NH; hi++) {
+            C1_FOR_H(hi)
+            {
                 if (c1_bad[sqf][t][hi]) continue;
                 double r = med(c1_par[sqf][t][hi]) / sb_model_speedup(n, hi / 10.0);
                 if (r < worst) worst = r, at = hi;
@@ -408,15 +487,17 @@ static void c1_judge(const int *threads, int nt)
                            "at h=%d%% (worst with h > 0: %.2fx at h=%d%%)",
                            worst, at * 10, worst_pos, at_pos * 10);
             for (int j = 0; j < sb_nlocks; j++)
-                sb_note("C1 N=2 h=50%%: %-16s %.2fx (model %.2fx)", lock_name(j),
-                        med(c1_par[j][t][5]), sb_model_speedup(2, 0.5));
+                if (c1_measured(5))
+                    sb_note("C1 N=2 h=50%%: %-16s %.2fx (model %.2fx)", lock_name(j),
+                            med(c1_par[j][t][5]), sb_model_speedup(2, 0.5));
         }
         if (n >= 2) {
             /* Against the best sleeping lock at each h; spinlocks are another class. */
             double worst = INFINITY, cpu_at = NAN, peer_cpu_at = NAN;
             int at = 0, npeers = 0;
             const char *who = "";
-            for (int hi = 0; hi < C1_NH; hi++) {
+            C1_FOR_H(hi)
+            {
                 double best = -1;
                 int bj = -1;
                 for (int j = 0; j < sb_nlocks; j++)
@@ -437,7 +518,7 @@ static void c1_judge(const int *threads, int nt)
                            n, worst, who, at * 10, cpu_at, who, peer_cpu_at);
             else
                 sb_note("C1 N=%d: no verdict: no valid point with a sleeping peer", n);
-            if (n == 4)
+            if (n == 4 && c1_measured(1))
                 for (int j = 0; j < sb_nlocks; j++)
                     sb_note("C1 N=4 h=10%%: %-16s %.2fx", lock_name(j), med(c1_par[j][t][1]));
         }
@@ -460,9 +541,15 @@ int sb_run_c1(void)
     int cpus = sb_cpus_allowed();
     sb_note("lock frequency %.0f/s of single-thread work: %.0f units per cycle; %.3g s per run",
             C_FREQ, cycle, secs);
-    sb_note("baseline: one thread without a lock, run before every point (all locks at one N and "
-            "h) and after the last; a point's parallelism is over the mean of the baselines "
-            "before and after it, so a change in the machine's speed between points cancels");
+    c1_nh = 0;
+    for (int hi = 0; hi < C1_NH; hi++)
+        if (!sb.quick || hi % 2 == 0 || hi == 5) c1_his[c1_nh++] = hi;
+    sb_note("h: %s", sb.quick ? "0, 20, 40, 50, 60, 80, 100 %" : "0, 10, ..., 100 %");
+    sb_note("baseline: one thread without a lock, run with the smallest N; one thread with a "
+            "lock is over the faster of the baselines just before and after it, and every other "
+            "point over the median of the %d nearest in time, so a change in the machine's "
+            "speed between points cancels",
+            C1_BASE_NEAR);
 
     struct sb_sum bs = c1_measure(threads, nt, cycle, secs);
     c1_validate(threads, nt, cpus);

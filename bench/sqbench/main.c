@@ -389,12 +389,22 @@ int main(int argc, char **argv)
     sb_output_prepare();
     head(argc, argv);
     int64_t t0 = sb_now_ns();
+    double took[NEXP];
     for (int e = 0; e < NEXP; e++) {
         if (!selected[e]) continue;
+        int64_t s0 = sb_now_ns();
         if (experiments[e].run() != 0) sb_fail("%s failed", experiments[e].id);
+        took[e] = (double)(sb_now_ns() - s0) / 1e9;
     }
     sb_print_verdicts();
-    printf("  total time: %.0f s\n", (double)(sb_now_ns() - t0) / 1e9);
+    /* Each experiment's share, so that a report's budget can be kept. */
+    printf("  total time: %.0f s (", (double)(sb_now_ns() - t0) / 1e9);
+    for (int e = 0, first = 1; e < NEXP; e++)
+        if (selected[e]) {
+            printf("%s%s %.0f", first ? "" : ", ", experiments[e].id, took[e]);
+            first = 0;
+        }
+    printf(")\n");
     char csv[4300];
     sb_output_finish(csv, sizeof csv);
     if (csv[0]) printf("  raw runs: %s\n", csv);
