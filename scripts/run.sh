@@ -17,7 +17,7 @@
 #                                  takes minutes at n = 400)
 #   scripts/run.sh ARGS...         sqbench ARGS...   (e.g. `report`, `s2 --n 100,1600`)
 #
-# The quick report takes about 5 minutes on 2 cores; `scripts/run.sh report
+# The quick report takes under 3 minutes on 2 cores; `scripts/run.sh report
 # --csv out/full` is the full one (much longer: O1 alone runs 1 s per point).
 # Raw runs go to out/report/sqbench.csv, plots next to it (PNG and SVG).
 # Every report (the default, or ARGS starting with `report`) also writes its

@@ -138,8 +138,9 @@ static void o_sum_table(const int *th, int nt, size_t member, int prec, const ch
 }
 
 /* Every run of every point: sb.runs rounds over the thread counts th[] and
- * the locks, interleaved so that a slow phase of the machine spreads over
- * all of them.  A lock whose run took longer than `drain` to stop is not
+ * the locks, the locks of one count back to back (so that a ratio between
+ * two is measured within one phase of the machine's speed) and each taking
+ * its turn at going first.  A lock whose run took longer than `drain` to stop is not
  * run at larger counts. */
 static void o_measure(const int *th, int nt, double secs, double drain)
 {
@@ -147,7 +148,8 @@ static void o_measure(const int *th, int nt, double secs, double drain)
     sb_progress_begin("O1", (long)sb.runs * nt * sb_nlocks);
     for (int run = 0; run < sb.runs; run++)
         for (int t = 0; t < nt; t++)
-            for (int j = 0; j < sb_nlocks; j++) {
+            for (int o = 0; o < sb_nlocks; o++) {
+                int j = (o + run + t) % sb_nlocks; /* each lock takes its turn at going first */
                 if (t > 0 && o_res[j][t - 1].slow) {
                     /* A smaller count already took too long to stop. */
                     o_res[j][t].slow = o_res[j][t].skipped = 1;
@@ -196,7 +198,18 @@ static void o_print(const int *th, int nt, double secs)
                 secs);
 }
 
-/* The verdicts (BENCHMARKS.md "O1"), against pthread and the strongest peers. */
+/* sqf's throughput over lock j's at count t, run by run (the two ran back
+ * to back in each round): median and range of the ratios. */
+static struct sb_sum o_ratio(int sqf, int j, int t)
+{
+    double r[O_MAX_RUNS];
+    for (int run = 0; run < sb.runs; run++)
+        r[run] = o_res[j][t].mops[run] > 0 ? o_res[sqf][t].mops[run] / o_res[j][t].mops[run] : NAN;
+    return sb_summarize(r, sb.runs);
+}
+
+/* The verdicts (BENCHMARKS.md "O1"), against pthread and the strongest
+ * peers; every throughput figure a median of per-run ratios. */
 static void o_judge(const int *th, int nt)
 {
     int sqf = sb_lock_index("sqf"), pt = sb_lock_index("pthread");
@@ -207,8 +220,7 @@ static void o_judge(const int *th, int nt)
     double worst_hi = INFINITY, worst_lo = INFINITY, worst_j = INFINITY;
     int at_hi = 0, at_lo = 0, at_j = 0, starved = 0, nhi = 0, nlo = 0;
     for (int t = 0; t < nt; t++) {
-        double r = sb_summarize(o_res[sqf][t].mops, sb.runs).med /
-                   sb_summarize(o_res[pt][t].mops, sb.runs).med;
+        double r = o_ratio(sqf, pt, t).med;
         double jn = sb_summarize(o_res[sqf][t].jain, sb.runs).med;
         if (th[t] >= 16 && th[t] <= 256) {
             nhi++;
@@ -233,15 +245,17 @@ static void o_judge(const int *th, int nt)
      * decides (16, 64 and 256 threads, or whichever of them were run). */
     int ns = sb_lock_index("nsync"), ab = sb_lock_index("absl");
     if (ns >= 0 || ab >= 0) {
-        double worst = INFINITY, worst_cpu = -INFINITY, worst_fair = INFINITY;
-        int at = 0, at_cpu = 0, at_fair = 0, nk = 0, starved_k = 0;
+        double worst = INFINITY, worst_cpu = -INFINITY, worst_fair = INFINITY, wlo = NAN, whi = NAN;
+        int at = 0, at_cpu = 0, at_fair = 0, nk = 0, starved_k = 0, wj = ns >= 0 ? ns : ab;
         for (int t = 0; t < nt; t++) {
             if (th[t] != 16 && th[t] != 64 && th[t] != 256) continue;
             nk++;
-            double mine = sb_summarize(o_res[sqf][t].mops, sb.runs).med;
-            double best = fmax(ns >= 0 ? sb_summarize(o_res[ns][t].mops, sb.runs).med : 0,
-                               ab >= 0 ? sb_summarize(o_res[ab][t].mops, sb.runs).med : 0);
-            if (mine / best < worst) worst = mine / best, at = th[t];
+            /* The peer with the higher median, then run by run against it. */
+            double mn = ns >= 0 ? sb_summarize(o_res[ns][t].mops, sb.runs).med : -1;
+            double ma = ab >= 0 ? sb_summarize(o_res[ab][t].mops, sb.runs).med : -1;
+            int bj = mn >= ma ? ns : ab;
+            struct sb_sum rs = o_ratio(sqf, bj, t);
+            if (rs.med < worst) worst = rs.med, at = th[t], wlo = rs.min, whi = rs.max, wj = bj;
             double c = sb_summarize(o_res[sqf][t].cpu, sb.runs).med /
                        sb_summarize(o_res[pt][t].cpu, sb.runs).med;
             if (c > worst_cpu) worst_cpu = c, at_cpu = th[t];
@@ -252,8 +266,8 @@ static void o_judge(const int *th, int nt)
         if (nk) {
             sb_verdict("O1", worst >= 1.0,
                        "sqf throughput >= the best of nsync and Abseil at 16, 64 and 256 threads: "
-                       "worst %.3fx at %d",
-                       worst, at);
+                       "worst %.3fx [%.3f-%.3f] (%s) at %d",
+                       worst, wlo, whi, sb_locks[wj].name, at);
             sb_verdict("O1", worst_cpu <= 1.0,
                        "sqf CPU per acquisition <= pthread's at 16, 64 and 256 threads: worst "
                        "%.3fx at %d",
@@ -269,10 +283,7 @@ static void o_judge(const int *th, int nt)
                     if (j == ns || j == ab || j == pt)
                         sb_note("O1 %3d threads: sqf %.3fx %s's throughput at %.2fx its CPU per "
                                 "acquisition; Jain %.2f against %.2f",
-                                th[t],
-                                sb_summarize(o_res[sqf][t].mops, sb.runs).med /
-                                    sb_summarize(o_res[j][t].mops, sb.runs).med,
-                                sb_locks[j].name,
+                                th[t], o_ratio(sqf, j, t).med, sb_locks[j].name,
                                 sb_summarize(o_res[sqf][t].cpu, sb.runs).med /
                                     sb_summarize(o_res[j][t].cpu, sb.runs).med,
                                 sb_summarize(o_res[sqf][t].jain, sb.runs).med,
