@@ -23,6 +23,12 @@ static __attribute__((tls_model("initial-exec"))) _Thread_local struct {
     sqf_deadline start;
 } my_turn;
 
+/* Whether this thread's last wait as the awake waiter (NEXT) was short: it
+ * found the lock free within two of its longest polling intervals.  Such a
+ * wait next starts polling at the longest interval (see wait_awake).
+ * Initial-exec, like my_turn. */
+static __attribute__((tls_model("initial-exec"))) _Thread_local bool my_watch_short;
+
 /* Called by an unlock that finds a waiter awake or on its way: has this
  * thread held m for more than a slice, re-taking it without waiting?  The
  * watcher's own slice (TURN) ends such a run too, but only once it is on a
@@ -182,20 +188,30 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
     }
 
     sqf_deadline now = sqf_now(), turn = urgent ? now : now + MU_SLICE_NS,
-                 stop = now + SQF_MUTEX_SPIN_NS;
+                 stop = now + SQF_MUTEX_SPIN_NS, watch_start = now;
     if (deadline < stop) stop = deadline;
     /* Read the word at growing intervals, up to MU_POLL_NS: each read takes
      * the cache line from a holder that keeps re-taking the lock, and
      * reading it often would slow that holder more than it gains us.  The
      * clock paces the reads, not a count of pauses (whose cost varies
-     * tenfold between CPUs). */
-    sqf_deadline gap = 16;
+     * tenfold between CPUs).
+     * After a short wait, start at the longest interval.  Short waits come
+     * from a holder that re-takes the lock every few tens of nanoseconds:
+     * the lock is then free most of the time, a quick read almost always
+     * finds it so, and taking it there moves the lock and the data it
+     * guards to this CPU every other acquisition, which costs more than
+     * either thread's whole cycle.  Reading later lets the running holder
+     * keep it for a run of acquisitions.  A long wait (a holder with real
+     * work under the lock) starts at the shortest interval again, so that
+     * a release is seen at once. */
+    sqf_deadline gap = my_watch_short ? MU_POLL_NS : 16;
     uint32_t last = 0;
     unsigned same = 0; /* reads at the longest interval that saw `last` again */
     for (;;) {
         v = at_load(w, RLX);
         if (!(v & MU_LOCKED)) {
             if (at_cas(w, &v, (v | MU_LOCKED | extra) & ~(MU_NEXT | MU_TURN), ACQ)) {
+                my_watch_short = now - watch_start < 2 * MU_POLL_NS;
                 got = true;
                 break;
             }
@@ -204,6 +220,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
         if ((v & (MU_HANDOFF | MU_TURN)) == (MU_HANDOFF | MU_TURN)) {
             /* Our turn: the unlocker left LOCKED set for us. */
             if (at_cas(w, &v, (v | extra) & ~(MU_HANDOFF | MU_TURN | MU_NEXT), ACQ)) {
+                my_watch_short = false;
                 got = true;
                 break;
             }
@@ -212,7 +229,10 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
         if (now >= stop) {
             /* Give up and sleep.  PARKED is still set if anyone sleeps, so
              * the holder's unlock wakes the next waiter. */
-            if (at_cas(w, &v, v & ~(MU_NEXT | MU_TURN), RLX)) break;
+            if (at_cas(w, &v, v & ~(MU_NEXT | MU_TURN), RLX)) {
+                my_watch_short = false;
+                break;
+            }
             continue;
         }
         /* Not while a hand-off to a sleeper is in flight: HANDOFF with TURN
