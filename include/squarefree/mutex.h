@@ -99,7 +99,10 @@
  * 1 us, paced by the clock: each read takes the cache line from a holder
  * that keeps re-taking the lock) for a bounded time (SQF_MUTEX_SPIN_NS,
  * 400 microseconds), and takes the lock when it sees it free or is handed
- * it (TURN).  Waiting awake pays when the holder runs on another CPU: the
+ * it (TURN).  A thread whose last such wait was short starts at 1 us: a
+ * holder that re-takes the lock every few tens of nanoseconds then keeps
+ * it for a run of acquisitions, rather than passing it and its data
+ * between CPUs at every other one.  Waiting awake pays when the holder runs on another CPU: the
  * lock then changes hands in nanoseconds rather than the microseconds of a
  * sleep and a wake-up.  The budget is long because a waiter that sleeps
  * while the holder runs tends to keep sleeping: by the time its wake-up
