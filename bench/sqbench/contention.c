@@ -280,8 +280,10 @@ static int c1_measured(int hi)
         if (c1_measured(hi))
 
 /* Every run of every point, in blocks: block b = run * c1_nh + k runs every
- * lock at every N for h = c1_his[k], and baselines (one thread, no lock);
- * then each point's parallelism and work per CPU-second.
+ * lock at every N for h = c1_his[k], the same N threads without a lock
+ * (c1_free, for N > 1: the ceiling the validity guard uses), and baselines
+ * (one thread, no lock); then each point's parallelism and work per
+ * CPU-second.
  * - Within a block the locks take turns at going first: what the machine
  *   gives a run depends on what ran just before it.
  * - One thread with a lock (N = 1) must do what a lone thread does, and
