@@ -212,7 +212,8 @@ static const int c1_quick_threads[] = {1, 2, 8}; /* --quick */
  * thread's work; spinning and sleeping overheads lower it). */
 static double c1_par[C_MAX_LOCKS][SB_MAX_LIST][C1_NH][C_MAX_RUNS];
 static double c1_cpu[C_MAX_LOCKS][SB_MAX_LIST][C1_NH][C_MAX_RUNS];
-static char c1_bad[C_MAX_LOCKS][SB_MAX_LIST][C1_NH]; /* the point failed a validity guard */
+static char c1_bad[C_MAX_LOCKS][SB_MAX_LIST][C1_NH];   /* the point failed a validity guard */
+static double c1_free[SB_MAX_LIST][C1_NH][C_MAX_RUNS]; /* N threads, no lock (N > 1) */
 
 static double med(const double *v)
 {
@@ -232,10 +233,8 @@ static int is_peer(int j)
  * a lock does, within 10 %.  A point fails when every one of its runs lies
  * beyond the bound: that is the mark of a bias (a baseline that does not
  * measure what the point is divided by), which shifts every run, while
- * this machine's noise (its speed dips by a third for tens of milliseconds
- * at a time) moves single runs of 40 ms either way, and such a point's
- * range shows it. */
-static double c1_free[SB_MAX_LIST][C1_NH][C_MAX_RUNS]; /* N threads, no lock (N > 1) */
+ * this machine's noise (its speed dips for tens of milliseconds at a time)
+ * moves single short runs either way, and such a point's range shows it. */
 static void c1_guard(int j, int t, int n, int hi, int cpus)
 {
     struct sb_sum s = sb_summarize(c1_par[j][t][hi], sb.runs);
@@ -288,14 +287,14 @@ static int c1_measured(int hi)
  *   gives a run depends on what ran just before it.
  * - One thread with a lock (N = 1) must do what a lone thread does, and
  *   the validity guard checks that within 5 %, finer than this machine's
- *   speed changes from one 40 ms run to the next.  So every N = 1 run has a
+ *   speed changes from one short run to the next.  So every N = 1 run has a
  *   baseline just before and just after it and is divided by the faster of
  *   the two: the machine's speed only ever dips below its own (a neighbour
  *   takes the core for tens of milliseconds), so the faster bracket is the
  *   one the dip missed.
  * - The other points are divided by the median of their block's
- *   baselines.  The machine's speed drifts by half from one second to the
- *   next, so a baseline from another block would be off by that much.  The
+ *   baselines.  The machine's speed drifts from one second to the next, so
+ *   a baseline from another block would be off by that drift.  The
  *   baselines run with the smallest N: a lone thread runs measurably slower
  *   just after many threads have kept both CPUs busy, so a baseline
  *   measured there would be too low and every point over it too high.
@@ -533,10 +532,7 @@ static void c1_judge(const int *threads, int nt)
                 if (bj < 0 || c1_bad[sqf][t][hi]) continue;
                 npeers++;
                 /* Run by run against that peer: the two ran in one block. */
-                double rr[C_MAX_RUNS];
-                for (int run = 0; run < sb.runs; run++)
-                    rr[run] = c1_par[sqf][t][hi][run] / c1_par[bj][t][hi][run];
-                struct sb_sum rs = sb_summarize(rr, sb.runs);
+                struct sb_sum rs = sb_paired_ratio(c1_par[sqf][t][hi], c1_par[bj][t][hi], sb.runs);
                 if (rs.med < worst) {
                     worst = rs.med, at = hi, who = lock_name(bj), wlo = rs.min, whi = rs.max;
                     cpu_at = med(c1_cpu[sqf][t][hi]), peer_cpu_at = med(c1_cpu[bj][t][hi]);
@@ -682,16 +678,13 @@ static void c2_print(void)
  * where every lock does the same.  *best_j gets that peer. */
 static struct sb_sum c2_ratio(int sqf, const int *peers, int np, int x, int *best_j)
 {
-    double r[C_MAX_RUNS], best = -1;
+    double best = -1;
     *best_j = -1;
     for (int p = 0; p < np; p++)
         if (peers[p] >= 0 && med(c2_mops[peers[p]][x]) > best)
             best = med(c2_mops[peers[p]][x]), *best_j = peers[p];
-    for (int run = 0; run < sb.runs; run++)
-        r[run] = *best_j >= 0 && c2_mops[*best_j][x][run] > 0
-                     ? c2_mops[sqf][x][run] / c2_mops[*best_j][x][run]
-                     : NAN;
-    return sb_summarize(r, sb.runs);
+    if (*best_j < 0) return (struct sb_sum){NAN, NAN, NAN, 0};
+    return sb_paired_ratio(c2_mops[sqf][x], c2_mops[*best_j][x], sb.runs);
 }
 
 /* One verdict: sqf against the best of `peers` at every interval, as the

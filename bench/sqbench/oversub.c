@@ -140,8 +140,8 @@ static void o_sum_table(const int *th, int nt, size_t member, int prec, const ch
 /* Every run of every point: sb.runs rounds over the thread counts th[] and
  * the locks, the locks of one count back to back (so that a ratio between
  * two is measured within one phase of the machine's speed) and each taking
- * its turn at going first.  A lock whose run took longer than `drain` to stop is not
- * run at larger counts. */
+ * its turn at going first.  A lock whose run took longer than `drain` to
+ * stop is not run at larger counts. */
 static void o_measure(const int *th, int nt, double secs, double drain)
 {
     memset(o_res, 0, sizeof o_res);
@@ -202,10 +202,7 @@ static void o_print(const int *th, int nt, double secs)
  * to back in each round): median and range of the ratios. */
 static struct sb_sum o_ratio(int sqf, int j, int t)
 {
-    double r[O_MAX_RUNS];
-    for (int run = 0; run < sb.runs; run++)
-        r[run] = o_res[j][t].mops[run] > 0 ? o_res[sqf][t].mops[run] / o_res[j][t].mops[run] : NAN;
-    return sb_summarize(r, sb.runs);
+    return sb_paired_ratio(o_res[sqf][t].mops, o_res[j][t].mops, sb.runs);
 }
 
 /* The verdicts (BENCHMARKS.md "O1"), against pthread and the strongest

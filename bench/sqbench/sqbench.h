@@ -59,6 +59,11 @@ double sb_model_speedup(int N, double h);
 /* Jain's fairness index (sum x)^2 / (n sum x^2); 1 = all equal, 1/n = one
  * thread got everything.  NaN if n == 0 or all x are 0. */
 double sb_jain(const double *x, int n);
+/* The ratios num[i] / den[i] of n paired runs (NaN where den[i] is not
+ * positive), summarised: a comparison between two variants made within
+ * each round, so that a change in the machine's speed between rounds
+ * cancels. */
+struct sb_sum sb_paired_ratio(const double *num, const double *den, int n);
 /* Parse a comma-separated list of integers in [lo, hi] into out[max]; returns
  * the count, or -1 (and a message in err) if malformed. */
 int sb_parse_list(const char *s, int *out, int max, long lo, long hi, char *err, size_t errlen);

@@ -79,6 +79,17 @@ double sb_jain(const double *x, int n)
     return s * s / (n * s2);
 }
 
+struct sb_sum sb_paired_ratio(const double *num, const double *den, int n)
+{
+    double *r = malloc(sizeof *r * (size_t)(n > 0 ? n : 1));
+    if (!r) return (struct sb_sum){NAN, NAN, NAN, 0};
+    for (int i = 0; i < n; i++)
+        r[i] = den[i] > 0 ? num[i] / den[i] : NAN;
+    struct sb_sum s = sb_summarize(r, n);
+    free(r);
+    return s;
+}
+
 int sb_parse_list(const char *s, int *out, int max, long lo, long hi, char *err, size_t errlen)
 {
     int count = 0;

@@ -5,9 +5,9 @@
  * for the start flag, and the main thread raises that flag, and reads the
  * clock, when the count is full.  Releasing sleeping threads through a
  * barrier instead would time their wake-ups: a thread woken onto an idle
- * virtual CPU may wait milliseconds for the host to run it, which takes a
- * tenth of a 40 ms window from one lone thread (the C1 baseline) and less
- * from several, and so biases every ratio between thread counts.  The main
+ * virtual CPU may wait milliseconds for the host to run it, which takes
+ * more of a short window from one lone thread (the C1 baseline) than from
+ * several, and so biases every ratio between thread counts.  The main
  * thread then sleeps (it must not take a CPU from the workers) for the
  * duration and raises the stop flag.
  * Each worker polls sb_timed_stop() between operations and discards the

@@ -205,6 +205,24 @@ static void test_jain(void)
     CHECK_NAN(sb_jain(zero, 0));
 }
 
+static void test_paired_ratio(void)
+{
+    /* Round by round: 2/1, 3/3, 8/2 -> 2, 1, 4; median 2, range 1-4. */
+    double num[] = {2, 3, 8}, den[] = {1, 3, 2};
+    struct sb_sum s = sb_paired_ratio(num, den, 3);
+    CHECK_NEAR(s.med, 2, 1e-12);
+    CHECK_NEAR(s.min, 1, 1e-12);
+    CHECK_NEAR(s.max, 4, 1e-12);
+    CHECK(s.n == 3);
+    /* A round whose denominator is not a positive rate (no work, or a
+     * failed measurement) is left out, not divided by. */
+    double num4[] = {2, 3, 5, 8}, den0[] = {1, 0, -1, 2};
+    s = sb_paired_ratio(num4, den0, 4);
+    CHECK(s.n == 2);
+    CHECK_NEAR(s.min, 2, 1e-12);
+    CHECK_NEAR(s.max, 4, 1e-12);
+}
+
 /* sb_parse_list(s) must fail with a message. */
 static void rejects(const char *s, int max, long lo, long hi)
 {
@@ -258,6 +276,7 @@ int main(void)
     test_exponent();
     test_model();
     test_jain();
+    test_paired_ratio();
     test_parse_list();
     return check_done();
 }
