@@ -152,8 +152,7 @@
  * Processes: a mutex initialised with SQF_SHARED in shared memory (mmap
  * MAP_SHARED before fork, or shm_open) works between processes with the
  * same wake-up costs as between threads, but no spinning (see How it
- * waits), and an uncontended lock+unlock of two compare-and-swaps each (its
- * idle word is SHARED, not 0: the inline path's first CAS fails);
+ * waits), and the same uncontended cost (its idle word is SHARED, not 0);
  * sqf_mutex_combine falls back to lock, fn, unlock there.  A process
  * killed while it sleeps in a lock leaves at most a stale PARKED (one
  * futile wake-up) and, if it was starving, a STARVING that the next unlock
@@ -336,14 +335,22 @@ static inline int sqf_mutex_timedlock(sqf_mutex *m, sqf_deadline deadline)
  *  *m is not locked (nothing changes). */
 static inline int sqf_mutex_unlock(sqf_mutex *m)
 {
-    uint32_t v = SQF_MUTEX_LOCKED_;
-    if (SQF_LIKELY(m != NULL) &&
-        (atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
-                                                 memory_order_relaxed) ||
-         (v == (SQF_MUTEX_LOCKED_ | SQF_MUTEX_SHARED_) &&
-          atomic_compare_exchange_strong_explicit(&m->word, &v, SQF_MUTEX_SHARED_,
-                                                  memory_order_release, memory_order_relaxed))))
-        return 0;
+    if (SQF_LIKELY(m != NULL)) {
+        /* Read first, and try a CAS only on a word it can release: a busy
+         * lock's word holds more than LOCKED (a waiter watching, sleepers),
+         * and a CAS that fails costs a locked instruction as one that
+         * succeeds does, which would make the slow path's CAS the unlock's
+         * second. */
+        uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
+        if (SQF_LIKELY(v == SQF_MUTEX_LOCKED_) &&
+            atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
+                                                    memory_order_relaxed))
+            return 0;
+        if (v == (SQF_MUTEX_LOCKED_ | SQF_MUTEX_SHARED_) &&
+            atomic_compare_exchange_strong_explicit(&m->word, &v, SQF_MUTEX_SHARED_,
+                                                    memory_order_release, memory_order_relaxed))
+            return 0;
+    }
     return sqf_mutex_unlock_slow_(m, 0);
 }
 
