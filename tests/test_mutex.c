@@ -124,6 +124,24 @@ static void test_is_locked(void)
     CHECK_EQ(sqf_mutex_is_locked(&m), 0);
 }
 
+/* The inline unlock releases a process-shared mutex to its idle word,
+ * SHARED: dropping that bit would make the next waiter sleep on a private
+ * futex that another process's wake never reaches. */
+static void test_unlock_keeps_shared(void)
+{
+    sqf_mutex m;
+    if (sqf_mutex_init(&m, SQF_SHARED) != 0) {
+        printf("unlock keeps SHARED: not run (this wait backend cannot share)\n");
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(sqf_mutex_lock(&m), 0);
+        CHECK_EQ(word_of(&m), MU_SHARED | MU_LOCKED);
+        CHECK_EQ(sqf_mutex_unlock(&m), 0);
+        CHECK_EQ(word_of(&m), MU_SHARED);
+    }
+}
+
 static void test_unlock_fair_hands_off(void)
 {
     sqf_mutex m = SQF_MUTEX_INIT;
@@ -281,6 +299,7 @@ int main(void)
     test_bad_input();
     test_basic();
     test_is_locked();
+    test_unlock_keeps_shared();
     test_unlock_fair_hands_off();
     test_starving_sleeper_gets_handoff();
     test_timeouts_do_not_strand();

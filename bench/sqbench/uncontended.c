@@ -53,8 +53,8 @@ extern char **environ;
 #define U_MAX_RUNS 1000
 #define U_CG_ITERS 100000L /* operations counted under callgrind */
 /* sqf_mutex lock+unlock, loop included, with gcc -O2.  The unlock reads the
- * word before its CAS (mutex.h says why): three instructions more than a
- * bare CAS, for the same time uncontended. */
+ * word before its CAS (mutex.h says why): a load, a compare and a branch
+ * more than a bare CAS. */
 #define U_SQF_INSTR 13
 
 /* Every object on its own cache lines. */

@@ -338,9 +338,11 @@ static inline int sqf_mutex_unlock(sqf_mutex *m)
     if (SQF_LIKELY(m != NULL)) {
         /* Read first, and try a CAS only on a word it can release: a busy
          * lock's word holds more than LOCKED (a waiter watching, sleepers),
-         * and a CAS that fails costs a locked instruction as one that
+         * and a CAS that fails costs a locked instruction, as one that
          * succeeds does, which would make the slow path's CAS the unlock's
-         * second. */
+         * second.  The private and the shared idle words are compared
+         * separately, each with a constant: the private case then costs a
+         * compare and a branch before its CAS, and no masking. */
         uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
         if (SQF_LIKELY(v == SQF_MUTEX_LOCKED_) &&
             atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
