@@ -72,6 +72,7 @@ static struct o_point o_res[O_MAX_LOCKS][SB_MAX_LIST];
 static struct o_point o_fair[SB_MAX_LIST];
 static bool o_fair_done[SB_MAX_LIST];
 #define O_FAIR_SECS 1.0
+#define O_FAIR_FROM 16 /* the smallest count the pass runs */
 
 /* One run of lock j with n threads for secs, into *p; its CSV rows carry
  * `prefix` before each metric's name. */
@@ -189,12 +190,12 @@ static void o_fair_pass(const int *th, int nt, double secs, int sqf)
     if (sqf < 0 || secs >= O_FAIR_SECS) return;
     int npass = 0;
     for (int t = 0; t < nt; t++)
-        npass += th[t] >= 16;
+        npass += th[t] >= O_FAIR_FROM;
     if (!npass) return;
     sb_progress_begin("O1 fairness", (long)sb.runs * npass);
     for (int run = 0; run < sb.runs; run++)
         for (int t = 0; t < nt; t++) {
-            if (th[t] < 16) continue;
+            if (th[t] < O_FAIR_FROM) continue;
             o_run(sqf, &o_fair[t], "fair_", th[t], run, O_FAIR_SECS);
             o_fair_done[t] = true;
             sb_progress_step();
@@ -254,9 +255,9 @@ static void o_print(const int *th, int nt, double secs)
             printf("  %7d | %-19s | %-19s | %lld/%lld%s\n", th[t], c1, c2, o_fair[t].min,
                    o_fair[t].max, o_fair[t].starved ? "*" : "");
         }
-        sb_note("O1: sqf's fairness verdicts use the fairness pass at 16+ threads; the table above "
-                "shows every lock's fairness over the %.2g s runs",
-                secs);
+        sb_note("O1: sqf's fairness verdicts use the fairness pass at %d+ threads; the table "
+                "above shows every lock's fairness over the %.2g s runs",
+                O_FAIR_FROM, secs);
     } else if (secs < 1.0) {
         sb_note("O1: with %.2g s runs, Jain's index at 64+ threads also measures how far the "
                 "kernel's scheduler gets round 2 CPUs' worth of threads; 1 s runs are the ones to "
