@@ -32,6 +32,7 @@ static inline sqf_word *cv_waiters(sqf_cond *c)
 }
 static inline bool cv_shared(sqf_cond *c)
 {
+    /* RLX: SHARED is set by sqf_cond_init and never changes; no data rides on it */
     return at_load(cv_waiters(c), RLX) & CV_SHARED;
 }
 
@@ -39,6 +40,7 @@ int sqf_cond_init(sqf_cond *c, unsigned flags)
 {
     if (!c || (flags & ~SQF_SHARED)) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* RLX, and REL more than needed: c reaches other threads only through their own synchronization */
     at_store(cv_seq(c), 0, RLX);
     at_store(cv_waiters(c), (flags & SQF_SHARED) ? CV_SHARED : 0, REL);
     return 0;
@@ -47,6 +49,7 @@ int sqf_cond_init(sqf_cond *c, unsigned flags)
 int sqf_cond_destroy(sqf_cond *c)
 {
     if (!c) return EINVAL;
+    /* ACQ: pairs with the REL at_sub of waiters in cv_relock, so that the caller may free c */
     return (at_load(cv_waiters(c), ACQ) & CV_COUNT) ? EBUSY : 0;
 }
 
@@ -65,6 +68,7 @@ int sqf_cond_destroy(sqf_cond *c)
 static void finish_broadcast(sqf_cond *c, sqf_mutex *m, bool shared)
 {
     sqf_word *seq = cv_seq(c);
+    /* ACQ: pairs with the SC CAS setting REQUEUE in sqf_cond_broadcast */
     uint32_t s = at_load(seq, ACQ);
     if (!(s & CV_REQUEUE)) return;
     at_or(mu_word(m), MU_PARKED, SC);
@@ -73,7 +77,8 @@ static void finish_broadcast(sqf_cond *c, sqf_mutex *m, bool shared)
      * broadcast set it again (whose own finishing moves everyone). */
     if (r == -EAGAIN) return;
     if (r < 0) sqf_wake(seq, INT_MAX, shared); /* requeue refused: wake them all */
-    at_cas(seq, &s, s & ~CV_REQUEUE, AR);      /* fails only if seq moved meanwhile */
+    /* AR: ACQ pairs with sqf_cond_broadcast's SC CAS; REL with sqf_cond_wait_step_'s SC seq read */
+    at_cas(seq, &s, s & ~CV_REQUEUE, AR); /* fails only if seq moved meanwhile */
 }
 
 /* The wait protocol (waitop.h): sleep on seq until it moves (a signal or a
@@ -101,7 +106,8 @@ static void cv_relock(struct sqf_waitop *op, int result, bool woken)
     struct sqf_cond_wait_ *cw = &op->u.cond;
     cw->stage = CV_RELOCK;
     cw->result = result;
-    at_sub(cv_waiters(cw->c), 1, REL); /* from here on c may be gone */
+    /* REL: pairs with the ACQ load in sqf_cond_destroy; from here on c may be gone */
+    at_sub(cv_waiters(cw->c), 1, REL);
     /* Relock as a thread that has slept: a wake-up on seq may have been
      * requeued onto m and be a hand-off of m. */
     op->stoppable = false;
@@ -121,6 +127,7 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
         /* An unlocked m fails here, before anything changes: below, a
          * broadcast's waiters may be moved onto m, and only our unlock of
          * it would then wake them. */
+        /* RLX: we hold m (or fail): LOCKED is ours to see; nothing is read on the strength of it */
         if (!(at_load(mu_word(m), RLX) & MU_LOCKED)) return EPERM;
         /* Count ourselves in before reading seq, so that a signaller who
          * bumps seq after our read sees us and wakes us.  A broadcast still
@@ -137,6 +144,7 @@ int sqf_cond_wait_step_(struct sqf_waitop *op, int how)
         op->expected = s;
         op->shared = shared;
         int e = sqf_mutex_unlock(m);
+        /* REL: pairs with the ACQ load in sqf_cond_destroy */
         if (e) at_sub(cv_waiters(c), 1, REL); /* EPERM: m unlocked meanwhile by another */
         return e ? e : SQF_OP_SLEEP;
     }
@@ -209,6 +217,7 @@ int sqf_cond_broadcast(sqf_cond *c)
     uint32_t waiters = at_load(cv_waiters(c), SC);
     if (!(waiters & CV_COUNT)) return 0;
     sqf_word *seq = cv_seq(c);
+    /* RLX: a hint; the SC CAS below re-reads */
     uint32_t s = at_load(seq, RLX);
     while (!at_cas(seq, &s, (s + CV_STEP) | CV_REQUEUE, SC)) {
     }

@@ -39,6 +39,7 @@ int sqf_event_init(sqf_event *e, unsigned flags)
 {
     if (!e || (flags & ~SQF_SHARED)) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* RLX, and REL more than needed: e reaches other threads through their own synchronization */
     at_store(ev_waiters(e), 0, RLX);
     at_store(ev_word(e), (flags & SQF_SHARED) ? EV_SHARED : 0, REL);
     return 0;
@@ -47,6 +48,7 @@ int sqf_event_init(sqf_event *e, unsigned flags)
 int sqf_event_destroy(sqf_event *e)
 {
     if (!e) return EINVAL;
+    /* ACQ: pairs with the REL at_sub of waiters in level.c's leave, so the caller may free e */
     return at_load(ev_waiters(e), ACQ) ? EBUSY : 0;
 }
 
@@ -54,7 +56,9 @@ int sqf_event_set(sqf_event *e)
 {
     if (!e) return EINVAL;
     sqf_word *w = ev_word(e);
+    /* ACQ: pairs with the AR CAS of the set we may find (it returns "already set" on it) */
     uint32_t v = at_load(w, ACQ);
+    /* AR: REL pairs with ev_load / sqf_event_is_set's ACQ; ACQ with the set or clear before */
     do {
         if (v & EV_SET) return 0; /* one load when already set */
     } while (!at_cas(w, &v, ((v + EV_GEN) | EV_SET) & ~EV_WAITERS, AR));
@@ -67,7 +71,9 @@ int sqf_event_clear(sqf_event *e)
 {
     if (!e) return EINVAL;
     sqf_word *w = ev_word(e);
+    /* RLX: a hint; the REL CAS below re-reads */
     uint32_t v = at_load(w, RLX);
+    /* REL: pairs with ev_load's ACQ: a waiter that sees the moved generation sees what preceded */
     while ((v & EV_SET) && !at_cas(w, &v, v & ~EV_SET, REL)) {
     }
     return 0;
@@ -77,6 +83,7 @@ int sqf_event_clear(sqf_event *e)
  * the wait began (and cleared again: the generation moved). */
 static uint64_t ev_load(void *obj)
 {
+    /* ACQ: pairs with the AR CAS in sqf_event_set (and the REL CAS in sqf_event_clear) */
     return at_load(ev_word(obj), ACQ);
 }
 static int ev_outcome(uint64_t v, uint32_t gen)
@@ -122,6 +129,7 @@ int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline)
 
 int sqf_event_wait_until(sqf_event *e, sqf_deadline deadline, const sqf_cancel *cancel)
 {
+    /* ACQ: pairs with the AR CAS in sqf_event_set */
     if (e && (at_load(ev_word(e), ACQ) & EV_SET)) return 0;
     return wait_slow(e, deadline, cancel);
 }
@@ -129,6 +137,7 @@ int sqf_event_wait_until(sqf_event *e, sqf_deadline deadline, const sqf_cancel *
 /* Out-of-line forms of the inline functions (C++, SQF_NO_INLINE). */
 int sqf_event_is_set(sqf_event *e)
 {
+    /* ACQ: pairs with the AR CAS in sqf_event_set */
     return e && (at_load(ev_word(e), ACQ) & EV_SET);
 }
 

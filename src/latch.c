@@ -66,6 +66,7 @@ int sqf_latch_init(sqf_latch *l, unsigned count, unsigned flags)
 {
     if (!l || (flags & ~SQF_SHARED) || count > SQF_LATCH_MAX) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* RLX, and REL more than needed: l reaches other threads through their own synchronization */
     at_store(la_waiters(l), 0, RLX);
     at_store(la_word(l), ((uint32_t)count << LA_SHIFT) | ((flags & SQF_SHARED) ? LA_SHARED : 0),
              REL);
@@ -75,6 +76,7 @@ int sqf_latch_init(sqf_latch *l, unsigned count, unsigned flags)
 int sqf_latch_destroy(sqf_latch *l)
 {
     if (!l) return EINVAL;
+    /* ACQ: pairs with the REL at_sub of waiters in level.c's leave, so the caller may free l */
     return at_load(la_waiters(l), ACQ) ? EBUSY : 0;
 }
 
@@ -85,8 +87,11 @@ static int count_down(sqf_latch *l, unsigned n, int *opened)
     if (!l || n == 0) return EINVAL;
     sqf_word *w = la_word(l);
     /* ACQ load, AR cas (ACQ on failure): a return of EPIPE acquires the
-     * abort; REL publishes this thread's writes to the waiters (every later
-     * change of the word is an RMW, so they stay in its release sequence). */
+     * abort (sqf_latch_abort's REL CAS), and the opener, which returns
+     * without waiting, acquires every earlier count_down's REL; REL
+     * publishes this thread's writes to the waiters (la_load and
+     * sqf_latch_try_wait's ACQ; every later change of the word is an RMW,
+     * so they stay in its release sequence). */
     uint32_t v = at_load(w, ACQ);
     uint32_t next;
     do {
@@ -121,7 +126,9 @@ int sqf_latch_abort(sqf_latch *l)
 {
     if (!l) return EINVAL;
     sqf_word *w = la_word(l);
+    /* RLX: a hint; the REL CAS below re-reads (returning 0 on an open latch promises nothing) */
     uint32_t v = at_load(w, RLX);
+    /* REL: pairs with la_load / sqf_latch_try_wait's ACQ, which then return EPIPE */
     do {
         if (la_outcome(v) >= 0) return 0; /* open or broken already: decided */
     } while (!at_cas(w, &v, (v | LA_BROKEN) & ~LA_WAITERS, REL));
@@ -133,6 +140,7 @@ int sqf_latch_abort(sqf_latch *l)
 /* The wait (level.h): over once the latch is open or broken. */
 static uint64_t la_load(void *obj)
 {
+    /* ACQ: pairs with count_down's AR CAS and sqf_latch_abort's REL CAS */
     return at_load(la_word(obj), ACQ);
 }
 static int la_level_outcome(uint64_t v, uint32_t gen)
@@ -187,6 +195,7 @@ int sqf_latch_wait_until(sqf_latch *l, sqf_deadline deadline, const sqf_cancel *
 int sqf_latch_try_wait(sqf_latch *l)
 {
     if (!l) return EINVAL;
+    /* ACQ: pairs with count_down's AR CAS and sqf_latch_abort's REL CAS */
     int r = la_outcome(at_load(la_word(l), ACQ));
     return r >= 0 ? r : EBUSY;
 }

@@ -20,6 +20,7 @@ int sqf_level_wait_step_(struct sqf_waitop *op, int how, const struct sqf_level_
         if (r >= 0) return r;
         if (stop) return stop; /* never counted: no phantom waiter */
         *gen = k->gen(st);
+        /* RLX: waiters is for destroy's EBUSY only; counting in publishes nothing */
         at_add(k->waiters(obj), 1, RLX);
     }
     for (;;) {

@@ -56,7 +56,7 @@ struct sqf_level_kind {
 static inline bool sqf_level_announce32(sqf_word *w, uint32_t waiters, uint64_t *st)
 {
     uint32_t v = (uint32_t)*st;
-    /* ACQ: on failure v may show the state reached, and the wait returns on it. */
+    /* ACQ: pairs with the reaching change's REL: on failure v may show the state reached */
     bool ok = (v & waiters) || at_cas(w, &v, v | waiters, ACQ);
     *st = ok ? (v | waiters) : v;
     return ok;

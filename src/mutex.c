@@ -83,6 +83,7 @@ static struct {
 static void late_reset(void)
 {
     for (unsigned i = 0; i < LATE_SLOTS; i++) {
+        /* RLX: late_tab's times are hints; nothing is published with them */
         at_store64(&late_tab[i].woken.since, 0, RLX);
         at_store64(&late_tab[i].yielding.since, 0, RLX);
     }
@@ -100,8 +101,9 @@ static unsigned late_slot(const sqf_word *w)
 }
 
 /* Whether event e (since 0: none) is older than MU_LATE_NS, for one of the
- * first MU_LATE_LOOKS looks since it.  Plain loads and stores: a count lost among
- * racing unlocks is one more look. */
+ * first MU_LATE_LOOKS looks since it.  RLX loads and stores: late_tab holds
+ * hints, nothing is published with them, and a count lost among racing
+ * unlocks is one more look. */
 static bool late(struct late_event *e)
 {
     sqf_deadline since = (sqf_deadline)at_load64(&e->since, RLX);
@@ -114,6 +116,7 @@ static bool late(struct late_event *e)
 
 static void late_start(struct late_event *e)
 {
+    /* RLX: late_tab's times are hints; nothing is published with them */
     at_store(&e->looks, 0, RLX);
     at_store64(&e->since, (uint64_t)sqf_now(), RLX);
 }
@@ -134,8 +137,10 @@ static int spinner_cap(void)
  * STARVING is set only threads that have queued may take it (see mutex.h). */
 static bool try_take(sqf_word *w)
 {
+    /* RLX: a hint; the CAS below re-reads with ACQ */
     uint32_t v = at_load(w, RLX);
     while (!(v & (MU_LOCKED | MU_STARVING)))
+        /* ACQ: pairs with the REL CAS clearing LOCKED in sqf_mutex_unlock(_slow_) */
         if (at_cas(w, &v, v | MU_LOCKED, ACQ)) return true;
     return false;
 }
@@ -166,9 +171,11 @@ static bool may_watch(uint32_t v, uint32_t extra)
 static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool urgent,
                        uint32_t clr)
 {
+    /* RLX: a hint; the CASes below re-read the word */
     uint32_t v = at_load(w, RLX);
     if (!may_watch(v, extra)) return false;
     int cap = spinner_cap();
+    /* RLX: spinners only caps how many spin; nothing is published with it */
     uint32_t s = at_load(&spinners, RLX);
     do {
         if ((int)s >= cap) return false;
@@ -178,11 +185,13 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
     while (!next) {
         if (!may_watch(v, extra)) goto out;
         if (!(v & MU_LOCKED)) {
+            /* ACQ: pairs with the REL CAS clearing LOCKED in sqf_mutex_unlock(_slow_) */
             if (at_cas(w, &v, (v | MU_LOCKED | extra) & ~clr, ACQ)) {
                 got = true;
                 goto out;
             }
         } else {
+            /* RLX: NEXT owns nothing yet; the lock is taken below by an ACQ CAS */
             next = at_cas(w, &v, (v | MU_NEXT) & ~clr, RLX);
         }
     }
@@ -208,8 +217,10 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
     uint32_t last = 0;
     unsigned same = 0; /* reads at the longest interval that saw `last` again */
     for (;;) {
+        /* RLX: a poll; taking the lock below re-reads with an ACQ CAS */
         v = at_load(w, RLX);
         if (!(v & MU_LOCKED)) {
+            /* ACQ: pairs with the REL CAS clearing LOCKED in sqf_mutex_unlock(_slow_) */
             if (at_cas(w, &v, (v | MU_LOCKED | extra) & ~(MU_NEXT | MU_TURN), ACQ)) {
                 my_watch_short = now - watch_start < 2 * MU_POLL_NS;
                 got = true;
@@ -219,6 +230,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
         }
         if ((v & (MU_HANDOFF | MU_TURN)) == (MU_HANDOFF | MU_TURN)) {
             /* Our turn: the unlocker left LOCKED set for us. */
+            /* ACQ: pairs with the REL CAS that sets HANDOFF|TURN in sqf_mutex_unlock_slow_ */
             if (at_cas(w, &v, (v | extra) & ~(MU_HANDOFF | MU_TURN | MU_NEXT), ACQ)) {
                 my_watch_short = false;
                 got = true;
@@ -229,6 +241,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
         if (now >= stop) {
             /* Give up and sleep.  PARKED is still set if anyone sleeps, so
              * the holder's unlock wakes the next waiter. */
+            /* RLX: giving up NEXT publishes nothing; only this word's value matters */
             if (at_cas(w, &v, v & ~(MU_NEXT | MU_TURN), RLX)) {
                 my_watch_short = false;
                 break;
@@ -237,6 +250,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
         }
         /* Not while a hand-off to a sleeper is in flight: HANDOFF with TURN
          * would then be read as ours. */
+        /* RLX: TURN only asks; the hand-off it earns is taken by the ACQ CAS above */
         if (now >= turn && !(v & (MU_TURN | MU_HANDOFF))) at_cas(w, &v, v | MU_TURN, RLX);
         /* A word unchanged for several microseconds while held: the holder
          * is in a long critical section or was preempted, perhaps on this
@@ -250,6 +264,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
             struct late_event *e = &late_tab[late_slot(w)].yielding;
             late_start(e);
             sqf_wait_yield();
+            /* RLX: late_tab's times are hints; nothing is published with them */
             at_store64(&e->since, 0, RLX);
         }
         sqf_deadline next_read = now + gap;
@@ -259,6 +274,7 @@ static bool wait_awake(sqf_word *w, sqf_deadline deadline, uint32_t extra, bool 
         if (gap < MU_POLL_NS) gap <<= 1;
     }
 out:
+    /* RLX: spinners only caps how many spin; nothing is published with it */
     at_sub(&spinners, 1, RLX);
     return got;
 }
@@ -292,16 +308,19 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
     uint32_t clr = mw->woken && !shared ? MU_WOKEN : 0;
     for (;;) {
         int stop = sqf_op_stop(op); /* before the read: see waitop.h */
+        /* RLX: a hint; the CASes below re-read it (ACQ where they take the lock) */
         uint32_t v = at_load(w, RLX);
         uint32_t mine = (mw->starver ? MU_STARVING : 0) | clr;
         if (mw->woken && (v & MU_HANDOFF) && !(v & MU_TURN)) {
             /* The unlocker left LOCKED set for us: take ownership. */
+            /* ACQ: pairs with the REL CAS that sets HANDOFF in sqf_mutex_unlock_slow_ */
             if (at_cas(w, &v, v & ~(MU_HANDOFF | mine), ACQ)) return 0;
             continue;
         }
         if (!(v & MU_LOCKED)) {
             /* We have slept (or are about to), so others may sleep too:
              * keep PARKED so that our unlock wakes the next one. */
+            /* ACQ: pairs with the REL CAS clearing LOCKED in sqf_mutex_unlock(_slow_) */
             if (at_cas(w, &v, (v | MU_LOCKED | MU_PARKED) & ~mine, ACQ)) return 0;
             continue;
         }
@@ -311,6 +330,7 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
              * cleared PARKED: set it again so the next unlock wakes another
              * sleeper in our place.  Give up our STARVING bit. */
             uint32_t want = (v | (mw->woken ? MU_PARKED : 0)) & ~mine;
+            /* RLX: we leave without the lock; only this word's value matters */
             if (want != v && !at_cas(w, &v, want, RLX)) continue;
             return stop;
         }
@@ -335,6 +355,7 @@ int sqf_mutex_sleep_step_(struct sqf_waitop *op, struct sqf_mutex_wait *mw, int 
         bool claim = !(v & MU_STARVING) && now - mw->since > MU_STARVE_NS &&
                      (!op->may_spin || shared || spinner_cap() == 0);
         if (claim) want |= MU_STARVING;
+        /* RLX: only this word's value matters; the futex checks it against the unlock's CAS */
         if (want != v && !at_cas(w, &v, want, RLX)) continue;
         mw->starver |= claim;
         op->word = w;
@@ -396,12 +417,15 @@ int sqf_mutex_trylock_slow_(sqf_mutex *m)
  * keep trylock failing and every unlock handing off for good. */
 static bool revoke_handoff(sqf_word *w, bool shared)
 {
+    /* RLX: a hint; the CASes below re-read the word */
     uint32_t v = at_load(w, RLX);
     while (v & MU_HANDOFF) {
         if (v & MU_COMBINE) {
+            /* ACQ: retakes our own hand-off (LOCKED never dropped): our lock's ACQ did this */
             if (at_cas(w, &v, v & ~MU_HANDOFF, ACQ)) return false;
             continue;
         }
+        /* REL: pairs with the next taker's ACQ (try_take, wait_awake, sqf_mutex_take_) */
         if (at_cas(w, &v, v & ~(MU_LOCKED | MU_HANDOFF | MU_PARKED | MU_STARVING), REL)) {
             if (v & MU_PARKED) sqf_wake(w, 1, shared);
             return true;
@@ -415,14 +439,18 @@ static bool revoke_handoff(sqf_word *w, bool shared)
  * instead (a held lock's unlock wakes them: it sees PARKED without WOKEN). */
 static void revoke_woken(sqf_word *w)
 {
+    /* RLX: a hint; the CASes below re-read the word */
     uint32_t v = at_load(w, RLX);
     while (v & MU_WOKEN) {
         if ((v & (MU_LOCKED | MU_PARKED)) == MU_PARKED) {
+            /* RLX: PARKED and WOKEN are wake-up bookkeeping; nothing is published */
             if (!at_cas(w, &v, v & ~MU_PARKED, RLX)) continue;
             if (sqf_wake(w, 1, false)) return;
+            /* RLX: a hint; the CASes above re-read the word */
             v = at_load(w, RLX);
             continue;
         }
+        /* RLX: PARKED and WOKEN are wake-up bookkeeping; nothing is published */
         if (at_cas(w, &v, v & ~MU_WOKEN, RLX)) return;
     }
 }
@@ -444,6 +472,7 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
     sqf_word *w = mu_word(m);
     bool shared = mu_shared(m);
     sqf_deadline since = 0; /* when this unlock began running requests */
+    /* RLX: we hold the lock; the CASes below re-read the word and release with REL */
     uint32_t v = at_load(w, RLX);
     for (;;) {
         if (!(v & MU_LOCKED) || (v & MU_HANDOFF)) return EPERM;
@@ -454,20 +483,24 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
              * request queued after the last drain makes them fail and is
              * drained on the next pass. */
             if (!sqf_mutex_drain_(m, &since)) return 0; /* m passed to a requester */
+            /* RLX: we hold the lock; the CASes below re-read the word and release with REL */
             v = at_load(w, RLX);
             continue;
         }
         if ((v & MU_TURN) || (fair && (v & MU_NEXT))) {
             /* The awake waiter's turn: pass it the lock (LOCKED stays set);
              * it is watching, so no wake-up is needed. */
+            /* REL: pairs with the ACQ CAS in wait_awake that takes HANDOFF|TURN */
             if (!at_cas(w, &v, v | MU_HANDOFF | MU_TURN, REL)) continue;
             return 0;
         }
         if ((v & MU_PARKED) && (fair || (v & MU_STARVING))) {
             /* Hand off: LOCKED stays set, so no barging thread can take it;
              * the woken sleeper clears HANDOFF and owns the lock. */
+            /* REL: pairs with the ACQ CAS in sqf_mutex_sleep_step_ that clears HANDOFF */
             if (!at_cas(w, &v, v | MU_HANDOFF, REL)) continue;
             if (sqf_wake(w, 1, shared) == 0 && !revoke_handoff(w, shared)) {
+                /* RLX: the lock is ours again (revoke_handoff's ACQ); the CASes below re-read */
                 v = at_load(w, RLX); /* ours again, with requests to run */
                 continue;
             }
@@ -477,6 +510,7 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
             /* We have kept the lock long enough while NEXT watched: pass it
              * on as TURN would.  Our next lock then finds it held and we
              * queue behind the others. */
+            /* REL: pairs with the ACQ CAS in wait_awake that takes HANDOFF|TURN */
             if (!at_cas(w, &v, v | MU_HANDOFF | MU_TURN, REL)) continue;
             return 0;
         }
@@ -485,6 +519,7 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
              * way: release without waking, and keep PARKED for the unlock
              * after theirs.  (STARVING here is stale: with PARKED it would
              * have handed off above.) */
+            /* REL: pairs with the next taker's ACQ (try_take, wait_awake, sqf_mutex_take_) */
             if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_STARVING), REL)) continue;
             /* Our slice is over but the woken one has not run: the kernel
              * may have queued it behind us on this CPU.  Let it run. */
@@ -497,12 +532,14 @@ int sqf_mutex_unlock_slow_(sqf_mutex *m, int fair)
              * asleep rather than waking to find the lock taken. */
             uint32_t want = (v & ~(MU_LOCKED | MU_PARKED | MU_STARVING)) | MU_WOKEN;
             late_start(&late_tab[late_slot(w)].woken);
+            /* REL: pairs with the next taker's ACQ (try_take, wait_awake, sqf_mutex_take_) */
             if (!at_cas(w, &v, want, REL)) continue;
             if (sqf_wake(w, 1, false) == 0) revoke_woken(w);
             return 0;
         }
         /* Without PARKED nobody sleeps, so a STARVING left set is stale (as in
          * revoke_handoff): clear it with the release. */
+        /* REL: pairs with the next taker's ACQ (try_take, wait_awake, sqf_mutex_take_) */
         if (!at_cas(w, &v, v & ~(MU_LOCKED | MU_PARKED | MU_STARVING), REL)) continue;
         if (v & MU_PARKED) sqf_wake(w, 1, shared);
         return 0;
@@ -518,6 +555,7 @@ int sqf_mutex_init(sqf_mutex *m, unsigned flags)
 {
     if (!m || (flags & ~SQF_SHARED)) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* REL: more than needed: m reaches other threads only through their own synchronization */
     at_store(mu_word(m), (flags & SQF_SHARED) ? MU_SHARED : 0, REL);
     return 0;
 }
@@ -525,11 +563,13 @@ int sqf_mutex_init(sqf_mutex *m, unsigned flags)
 int sqf_mutex_destroy(sqf_mutex *m)
 {
     if (!m) return EINVAL;
+    /* ACQ: pairs with the REL CAS of the last unlock, so that the caller may free m */
     return (at_load(mu_word(m), ACQ) & MU_LOCKED) ? EBUSY : 0;
 }
 
 int sqf_mutex_is_locked(sqf_mutex *m)
 {
+    /* RLX: a snapshot for the caller; nothing is read on the strength of it */
     return m && (at_load(mu_word(m), RLX) & MU_LOCKED);
 }
 

@@ -96,6 +96,7 @@ static inline sqf_word *mu_word(sqf_mutex *m)
 
 static inline bool mu_shared(sqf_mutex *m)
 {
+    /* RLX: SHARED is set by sqf_mutex_init and never changes; no data rides on it */
     return at_load(mu_word(m), RLX) & MU_SHARED;
 }
 

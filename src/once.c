@@ -50,7 +50,8 @@ static inline sqf_word *once_word(sqf_once *o)
 static void finish_run(sqf_word *w, uint32_t to)
 {
     /* REL: on success, fn's writes happen-before every acquire load that
-     * sees DONE; on failure, before the next run's claiming CAS. */
+     * sees DONE (sqf_once_run, sqf_once_done, sqf_once_run_step_); on
+     * failure, before the next run's claiming CAS. */
     uint32_t old = at_xchg(w, to, REL);
     if (old & ONCE_SLEEPERS) sqf_wake(w, INT32_MAX, (old & ONCE_SHARED) != 0);
 }
@@ -74,12 +75,14 @@ int sqf_once_run_step_(struct sqf_waitop *op, int how)
     (void)how; /* every end of a sleep means: look again */
     sqf_word *w = once_word(op->u.once.o);
     int stop = sqf_op_stop(op); /* before the read: see waitop.h */
+    /* ACQ: pairs with the REL exchange in finish_run (DONE, or a failed run's reset) */
     uint32_t v = at_load(w, ACQ);
     for (;;) {
         if (v & ONCE_DONE) return 0; /* ACQ load: fn's writes are visible */
         if (!(v & ONCE_RUNNING)) {
             /* Not run (or the last run failed): claim the run.  ACQ orders
-             * us after a failed run's reset, as a mutex would. */
+             * us after a failed run's reset (finish_run's REL exchange), as a
+             * mutex would. */
             if (!at_cas(w, &v, v | ONCE_RUNNING, ACQ)) continue;
             struct run_end end = {w, v & ONCE_SHARED};
             int r;
@@ -142,6 +145,7 @@ int sqf_once_init(sqf_once *o, unsigned flags)
 {
     if (!o || (flags & ~SQF_SHARED)) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* REL: more than needed: o reaches other threads through their own synchronization */
     at_store(once_word(o), (flags & SQF_SHARED) ? ONCE_SHARED : 0, REL);
     return 0;
 }
@@ -150,17 +154,20 @@ int sqf_once_init(sqf_once *o, unsigned flags)
  * with SQF_NO_INLINE, and by the library itself). */
 int sqf_once_run(sqf_once *o, int (*fn)(void *arg), void *arg)
 {
+    /* ACQ: pairs with the REL exchange in finish_run that sets DONE */
     if (o && fn && (at_load(once_word(o), ACQ) & ONCE_DONE)) return 0;
     return sqf_once_run_slow_(o, fn, arg, SQF_FOREVER);
 }
 
 int sqf_once_timedrun(sqf_once *o, int (*fn)(void *arg), void *arg, sqf_deadline deadline)
 {
+    /* ACQ: pairs with the REL exchange in finish_run that sets DONE */
     if (o && fn && (at_load(once_word(o), ACQ) & ONCE_DONE)) return 0;
     return sqf_once_run_slow_(o, fn, arg, deadline);
 }
 
 int sqf_once_done(sqf_once *o)
 {
+    /* ACQ: pairs with the REL exchange in finish_run that sets DONE */
     return o && (at_load(once_word(o), ACQ) & ONCE_DONE) ? 1 : 0;
 }

@@ -171,8 +171,10 @@ static inline uint32_t sem_bound(uint32_t maxword)
  * false means the value was seen at 0 (by the last load or failed CAS). */
 static bool take(sqf_word64 *state)
 {
+    /* RLX: a hint; the CAS below re-reads with ACQ */
     uint64_t st = at_load64(state, RLX);
     while (sem_value(st) != 0)
+        /* ACQ: pairs with the REL CAS adding permits in sqf_sem_release(_slow_) */
         if (at_cas64(state, &st, st - 1, ACQ)) return true;
     return false;
 }
@@ -182,6 +184,7 @@ int sqf_sem_init(sqf_sem *s, unsigned value, unsigned max, unsigned flags)
     if (!s || (flags & ~SQF_SHARED) || max > SQF_SEM_VALUE_MAX || value > sem_bound(max))
         return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* RLX, and REL more than needed: s reaches other threads through their own synchronization */
     at_store64(sem_state(s), value, RLX); /* nobody waiting */
     at_store(sem_max(s), max | ((flags & SQF_SHARED) ? SEM_SHARED : 0), REL);
     return 0;
@@ -198,6 +201,7 @@ int sqf_sem_destroy(sqf_sem *s)
 int sqf_sem_getvalue(sqf_sem *s, unsigned *value)
 {
     if (!s || !value) return EINVAL;
+    /* RLX: a snapshot for the caller; nothing is read on the strength of it */
     *value = sem_value(at_load64(sem_state(s), RLX));
     return 0;
 }
@@ -205,6 +209,7 @@ int sqf_sem_getvalue(sqf_sem *s, unsigned *value)
 int sqf_sem_getwaiters(sqf_sem *s, unsigned *waiters)
 {
     if (!s || !waiters) return EINVAL;
+    /* RLX: a snapshot for the caller; nothing is read on the strength of it */
     *waiters = sem_waiters(at_load64(sem_state(s), RLX));
     return 0;
 }
@@ -219,11 +224,13 @@ int sqf_sem_tryacquire_n(sqf_sem *s, unsigned n, unsigned *taken)
 {
     if (!s || !taken || n == 0) return EINVAL;
     sqf_word64 *state = sem_state(s);
+    /* RLX: a hint; the CAS below re-reads with ACQ */
     uint64_t st = at_load64(state, RLX);
     uint32_t k;
     do { /* the waiter count is untouched: only the value moves */
         k = sem_value(st) < n ? sem_value(st) : n;
         if (k == 0) break;
+        /* ACQ: pairs with the REL CAS adding permits in sqf_sem_release(_slow_) */
     } while (!at_cas64(state, &st, st - k, ACQ));
     *taken = k;
     return k ? 0 : EBUSY;
@@ -248,10 +255,13 @@ int sqf_sem_acquire_step_(struct sqf_waitop *op, int how)
          * arrived meanwhile, take it instead.  Any release after this step
          * in the state word's modification order sees us counted (see the
          * top). */
+        /* RLX: a hint; the CASes below re-read the word */
         st = at_load64(state, RLX);
         for (;;) {
             if (sem_value(st) != 0) {
+                /* ACQ: pairs with the REL CAS adding permits in sqf_sem_release(_slow_) */
                 if (at_cas64(state, &st, st - 1, ACQ)) return 0;
+                /* RLX: counting in publishes nothing; modification order suffices (top) */
             } else if (at_cas64(state, &st, st + SEM_WAITER, RLX)) {
                 break;
             }
@@ -267,6 +277,7 @@ int sqf_sem_acquire_step_(struct sqf_waitop *op, int how)
          * writes; REL (also on the leaving path) pairs with destroy's ACQ
          * load: our accesses to *s end here. */
         int stop = sqf_op_stop(op); /* before the read: see waitop.h */
+        /* RLX: a hint; the CASes below re-read the word (their orderings: see above) */
         st = at_load64(state, RLX);
         for (;;) {
             if (sem_value(st) != 0) {
@@ -282,6 +293,7 @@ int sqf_sem_acquire_step_(struct sqf_waitop *op, int how)
      * queued), EINTR, a wake-up or a time-out: look again. */
     op->word = sem_futex(s);
     op->expected = 0;
+    /* RLX: SHARED is set by sqf_sem_init and never changes; no data rides on it */
     op->shared = at_load(sem_max(s), RLX) & SEM_SHARED;
     return SQF_OP_SLEEP;
 }
@@ -317,18 +329,21 @@ int sqf_sem_release_slow_(sqf_sem *s, unsigned n)
     /* Read all we need from *s before publishing the permits: afterwards
      * the semaphore may be taken, destroyed and its memory reused (see
      * "Lifetime" in sem.h). */
+    /* RLX: max is written only by sqf_sem_init; no data rides on it */
     uint32_t m = at_load(sem_max(s), RLX);
     uint32_t bound = sem_bound(m);
     sqf_word64 *state = sem_state(s);
     sqf_word *futex = sem_futex(s); /* address only */
+    /* RLX: a hint; the REL CAS below re-reads */
     uint64_t st = at_load64(state, RLX);
+    /* REL: pairs with the ACQ CAS taking a permit in take, sqf_sem_acquire_step_, sem.h */
     do {
         /* A value above the bound cannot happen (invariant); checked so
          * that even a corrupted word cannot make bound - v wrap.  v + n <=
          * bound < 2^31 never carries into the waiter count. */
         uint32_t v = sem_value(st);
         if (v > bound || n > bound - v) return EOVERFLOW;
-    } while (!at_cas64(state, &st, st + n, REL)); /* REL: the permits' release */
+    } while (!at_cas64(state, &st, st + n, REL));
     /* From here on *s may be gone.  st is the word just before our add: the
      * waiters its permits do not already cover are everyone a wake-up might
      * be owed to (see the top). */

@@ -103,6 +103,7 @@ SQF_API int sqf_event_wait_slow_(sqf_event *e, sqf_deadline deadline);
 /** 1 if *e is set (an acquire load), 0 if not or if e is NULL. */
 static inline int sqf_event_is_set(sqf_event *e)
 {
+    /* acquire: pairs with the AR CAS in event.c's sqf_event_set */
     return e != NULL &&
            (atomic_load_explicit(&e->word, memory_order_acquire) & SQF_EVENT_SET_) != 0;
 }

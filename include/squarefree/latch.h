@@ -154,6 +154,7 @@ SQF_API int sqf_latch_wait_slow_(sqf_latch *l, sqf_deadline deadline);
 static inline int sqf_latch_try_wait(sqf_latch *l)
 {
     if (SQF_UNLIKELY(l == NULL)) return EINVAL;
+    /* acquire: pairs with latch.c's count_down AR CAS and sqf_latch_abort's REL CAS */
     uint32_t v = atomic_load_explicit(&l->word, memory_order_acquire);
     if (SQF_UNLIKELY(v & SQF_LATCH_BROKEN_)) return EPIPE;
     return (v >> SQF_LATCH_COUNT_SHIFT_) != 0 ? EBUSY : 0;
@@ -162,6 +163,7 @@ static inline int sqf_latch_try_wait(sqf_latch *l)
 /* Open is the word 0 (or SHARED): one acquire load and one compare. */
 static inline int sqf_latch_open_(sqf_latch *l)
 {
+    /* acquire: pairs with latch.c's count_down AR CAS and sqf_latch_abort's REL CAS */
     return (atomic_load_explicit(&l->word, memory_order_acquire) & ~SQF_LATCH_SHARED_) == 0;
 }
 

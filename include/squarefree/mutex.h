@@ -305,6 +305,7 @@ SQF_API int sqf_mutex_combine(sqf_mutex *m, void (*fn)(void *arg), void *arg);
  * LOCKED).  If LOCKED was set already, the OR changed nothing. */
 static inline _Bool sqf_mutex_take_(sqf_mutex *m)
 {
+    /* acquire: pairs with the release CAS clearing LOCKED in sqf_mutex_unlock(_slow_) */
     return !(atomic_fetch_or_explicit(&m->word, SQF_MUTEX_LOCKED_, memory_order_acquire) &
              SQF_MUTEX_LOCKED_);
 }
@@ -343,7 +344,9 @@ static inline int sqf_mutex_unlock(sqf_mutex *m)
          * second.  The private and the shared idle words are compared
          * separately, each with a constant: the private case then costs a
          * compare and a branch before its CAS, and no masking. */
+        /* relaxed: a hint; the CAS below re-reads it, and on failure the slow path re-reads */
         uint32_t v = atomic_load_explicit(&m->word, memory_order_relaxed);
+        /* release (both CASes): pairs with sqf_mutex_take_'s acquire OR and mutex.c's ACQ CASes */
         if (SQF_LIKELY(v == SQF_MUTEX_LOCKED_) &&
             atomic_compare_exchange_strong_explicit(&m->word, &v, 0, memory_order_release,
                                                     memory_order_relaxed))

@@ -172,6 +172,7 @@ SQF_API int sqf_once_run_slow_(sqf_once *o, int (*fn)(void *arg), void *arg, sqf
  *  nonzero result of this call's own run of fn.  Errors: EINVAL. */
 static inline int sqf_once_run(sqf_once *o, int (*fn)(void *arg), void *arg)
 {
+    /* acquire: pairs with the REL exchange in once.c's finish_run that sets DONE */
     if (SQF_LIKELY(o != NULL) && SQF_LIKELY(fn != NULL) &&
         SQF_LIKELY(atomic_load_explicit(&o->state, memory_order_acquire) & SQF_ONCE_DONE_))
         return 0;
@@ -184,6 +185,7 @@ static inline int sqf_once_run(sqf_once *o, int (*fn)(void *arg), void *arg)
 static inline int sqf_once_timedrun(sqf_once *o, int (*fn)(void *arg), void *arg,
                                     sqf_deadline deadline)
 {
+    /* acquire: pairs with the REL exchange in once.c's finish_run that sets DONE */
     if (SQF_LIKELY(o != NULL) && SQF_LIKELY(fn != NULL) &&
         SQF_LIKELY(atomic_load_explicit(&o->state, memory_order_acquire) & SQF_ONCE_DONE_))
         return 0;
@@ -194,6 +196,7 @@ static inline int sqf_once_timedrun(sqf_once *o, int (*fn)(void *arg), void *arg
  *  caller), 0 if not or if o is NULL.  Never waits. */
 static inline int sqf_once_done(sqf_once *o)
 {
+    /* acquire: pairs with the REL exchange in once.c's finish_run that sets DONE */
     return o != NULL && (atomic_load_explicit(&o->state, memory_order_acquire) & SQF_ONCE_DONE_);
 }
 

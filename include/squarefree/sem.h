@@ -196,7 +196,9 @@ SQF_API void sqf_sem_wake_(sqf_sem *s, unsigned nwake, int shared);
  * which retries while the value is non-zero. */
 static inline int sqf_sem_take_inline_(sqf_sem *s)
 {
+    /* relaxed: a hint; the CAS below re-reads, and on failure the slow path re-reads */
     uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
+    /* acquire: pairs with the release CAS adding permits in sqf_sem_release(_slow_) */
     return (uint32_t)st != 0 &&
            atomic_compare_exchange_strong_explicit(&s->state, &st, st - 1, memory_order_acquire,
                                                    memory_order_relaxed);
@@ -234,13 +236,16 @@ static inline int sqf_sem_release(sqf_sem *s, unsigned n)
     if (SQF_LIKELY(s != NULL)) {
         /* Everything needed after the compare-and-swap is read before it:
          * afterwards *s may already be freed. */
+        /* relaxed: max is written only by sqf_sem_init; no data rides on it */
         uint32_t m = atomic_load_explicit(&s->max, memory_order_relaxed);
         uint32_t bound = m & SQF_SEM_VALUE_MAX;
         if (bound == 0) bound = SQF_SEM_VALUE_MAX;
+        /* relaxed: a hint; the CAS below re-reads, and on failure the slow path re-reads */
         uint64_t st = atomic_load_explicit(&s->state, memory_order_relaxed);
         uint32_t v = (uint32_t)st;
         /* n - 1 < bound: 1 <= n <= bound, so bound - n cannot wrap; and
          * v + n <= bound < 2^31 cannot carry into the waiter count. */
+        /* release: pairs with the ACQ CAS taking a permit (sqf_sem_take_inline_, sem.c's take) */
         if (SQF_LIKELY(n - 1u < bound && v <= bound - n) &&
             atomic_compare_exchange_strong_explicit(&s->state, &st, st + n, memory_order_release,
                                                     memory_order_relaxed)) {
