@@ -69,6 +69,7 @@ static inline uint32_t next_phase(uint32_t v)
 static uint32_t publish(sqf_barrier *b, uint32_t t)
 {
     sqf_word *rw = ba_release(b);
+    /* RLX: a hint; the REL CAS below re-reads (a failed one only makes us publish nothing) */
     uint32_t r = at_load(rw, RLX);
     for (;;) {
         bool later = phase_after(phase_of(t), phase_of(r)) ||
@@ -85,6 +86,7 @@ int sqf_barrier_init(sqf_barrier *b, unsigned parties, unsigned flags)
 {
     if (!b || (flags & ~SQF_SHARED) || parties == 0 || parties > SQF_BARRIER_MAX) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* RLX, and REL more than needed: b reaches other threads through their own synchronization */
     at_store(ba_waiters(b), 0, RLX);
     at_store(ba_parties(b), parties, RLX);
     at_store(ba_release(b), (flags & SQF_SHARED) ? BA_SHARED : 0, RLX);
@@ -95,6 +97,7 @@ int sqf_barrier_init(sqf_barrier *b, unsigned parties, unsigned flags)
 int sqf_barrier_destroy(sqf_barrier *b)
 {
     if (!b) return EINVAL;
+    /* ACQ: pairs with the REL at_sub of waiters in ba_leave, so the caller may free b */
     return at_load(ba_waiters(b), ACQ) ? EBUSY : 0;
 }
 
@@ -134,7 +137,7 @@ static int give_up(struct sqf_waitop *op, int err)
 {
     struct sqf_barrier_wait_ *s = &op->u.barrier;
     sqf_word *w = ba_word(s->b);
-    /* ACQ: a release or break seen here is acquired, as we return on it. */
+    /* ACQ: pairs with the AR release or break in arrive, give_up, abort: we return on it */
     uint32_t c = at_load(w, ACQ);
     for (;;) {
         /* A changed phase means ours was released: resets cannot happen
@@ -156,7 +159,7 @@ static int await_step(struct sqf_waitop *op)
     struct sqf_barrier_wait_ *s = &op->u.barrier;
     sqf_word *rw = ba_release(s->b);
     int stop = sqf_op_stop(op);    /* before the reads: see waitop.h */
-    uint32_t r = at_load(rw, ACQ); /* ACQ: we may return on a release or break seen here */
+    uint32_t r = at_load(rw, ACQ); /* ACQ: pairs with publish's REL CAS: we may return on it */
     for (;;) {
         if (phase_after(phase_of(r), s->phase)) return 0;
         if (phase_of(r) == s->phase && (r & BA_BROKEN)) return EPIPE;
@@ -164,10 +167,10 @@ static int await_step(struct sqf_waitop *op)
         if (op->may_spin && s->yields > 0) {
             s->yields--;
             sqf_wait_yield();
-            r = at_load(rw, ACQ); /* ACQ: we may return on a release seen here */
+            r = at_load(rw, ACQ); /* ACQ: pairs with publish's REL CAS: we may return on it */
             continue;
         }
-        /* ACQ: on failure r may show the release, and we return on it. */
+        /* ACQ: pairs with publish's REL CAS: a failed CAS's r may show the release */
         if (!(r & BA_WAITERS) && !at_cas(rw, &r, r | BA_WAITERS, ACQ)) continue;
         op->word = rw;
         op->expected = r | BA_WAITERS;
@@ -190,6 +193,7 @@ static int arrive(struct sqf_waitop *op)
             s->phase = phase_of(v);
             int r = await_step(op);
             if (r) return r == SQF_OP_SLEEP ? r : ba_leave(op, r);
+            /* RLX: await_step's ACQ read of the release word ordered us after the zeroing CAS */
             v = at_load(w, RLX); /* released: the count was zeroed first */
             continue;
         }
@@ -237,11 +241,13 @@ int sqf_barrier_wait_step_(struct sqf_waitop *op, int how)
     sqf_barrier *b = s->b;
     sqf_word *w = ba_word(b);
     if (how == SQF_OP_START) {
+        /* RLX: parties is fixed by sqf_barrier_init; no data rides on it */
         s->n = at_load(ba_parties(b), RLX);
         if (s->n == 0 || s->n > SQF_BARRIER_MAX) return EINVAL;
         uint32_t v = at_load(w, ACQ);
         if (v & BA_BROKEN) return EPIPE; /* ACQ: synchronises with the break */
-        at_add(ba_waiters(b), 1, RLX);   /* before our first change of the word */
+        /* RLX: our AR add below carries the count to sqf_barrier_reset's ACQ loads (see the top) */
+        at_add(ba_waiters(b), 1, RLX); /* before our first change of the word */
         s->v = v;
         s->replaced = 0;
         s->yields = BA_YIELDS;
@@ -253,6 +259,7 @@ int sqf_barrier_wait_step_(struct sqf_waitop *op, int how)
         if (r == 0 && s->stage == BA_ARRIVED && s->index) *s->index = s->pos;
         return ba_leave(op, r);
     }
+    /* RLX: await_step's ACQ read of the release word ordered us after the zeroing CAS */
     s->v = at_load(w, RLX); /* the full phase was released: arrive in the next */
     return arrive(op);
 }
@@ -294,6 +301,7 @@ int sqf_barrier_state(sqf_barrier *b, unsigned *parties, unsigned *arrived)
 {
     if (!b) return EINVAL;
     /* The arrival word decides both: a broken phase counts nobody. */
+    /* RLX: a snapshot for the caller; nothing is read on the strength of it */
     uint32_t v = at_load(ba_word(b), RLX);
     if (parties) *parties = at_load(ba_parties(b), RLX);
     if (arrived) *arrived = (v & BA_BROKEN) ? 0 : (v & BA_COUNT);
@@ -319,6 +327,7 @@ int sqf_barrier_reset(sqf_barrier *b)
      * itself first; the read makes that count visible to the load below. */
     uint32_t v = at_load(w, ACQ);
     for (;;) {
+        /* ACQ: pairs with the REL at_sub of waiters in ba_leave */
         if (at_load(ba_waiters(b), ACQ)) return EBUSY;
         if (!(v & BA_BROKEN)) return 0;
         /* Succeeds only if nobody changed the word since the read that

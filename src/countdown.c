@@ -133,6 +133,7 @@ int sqf_countdown_init(sqf_countdown *c, unsigned count, unsigned flags)
     if (count > SQF_COUNTDOWN_MAX) return EINVAL;
 #endif
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* RLX, and REL more than needed: c reaches other threads through their own synchronization */
     at_store(cd_waiters(c), 0, RLX);
     at_store64(cd_state(c), (uint64_t)count | ((flags & SQF_SHARED) ? CD_SHARED : 0), REL);
     return 0;
@@ -149,6 +150,7 @@ int sqf_countdown_destroy(sqf_countdown *c)
 int sqf_countdown_value(sqf_countdown *c, unsigned *value)
 {
     if (!c || !value) return EINVAL;
+    /* ACQ: pairs with the downs' REL CAS in sqf_countdown_down_n (point 4) */
     *value = cd_count(at_load64(cd_state(c), ACQ));
     return 0;
 }
@@ -157,6 +159,7 @@ int sqf_countdown_up(sqf_countdown *c, unsigned n)
 {
     if (!c || n == 0) return EINVAL;
     sqf_word64 *state = cd_state(c);
+    /* RLX: up publishes nothing (point 4); its RMW only extends the downs' release sequence */
     uint64_t st = at_load64(state, RLX);
     do {
         /* count + n <= MAX: never carries into the high half. */
@@ -170,6 +173,7 @@ int sqf_countdown_down_n(sqf_countdown *c, unsigned n)
     if (!c || n == 0) return EINVAL;
     sqf_word64 *state = cd_state(c);
     sqf_word *futex = cd_futex(c); /* address only */
+    /* RLX: a hint; the REL CAS below re-reads */
     uint64_t st = at_load64(state, RLX);
     uint64_t next;
     do {
@@ -180,7 +184,7 @@ int sqf_countdown_down_n(sqf_countdown *c, unsigned n)
         else               /* to zero: next generation, nobody announced any more */
             next = ((st & ~CD_COUNT) + CD_GEN) & ~CD_WAITERS;
         /* The generation's carry out of bit 63 is dropped: it wraps. */
-    } while (!at_cas64(state, &st, next, REL)); /* REL: see point 4 above */
+    } while (!at_cas64(state, &st, next, REL)); /* REL: pairs with cd_load's ACQ (point 4) */
     /* From here on *c may be gone: st is the word just before our step. */
     if (cd_count(next) == 0 && (st & CD_WAITERS)) sqf_wake(futex, INT32_MAX, (st & CD_SHARED) != 0);
     return 0;
@@ -197,7 +201,7 @@ int sqf_countdown_down(sqf_countdown *c)
  * generation; a down that does not reach zero leaves it untouched. */
 static uint64_t cd_load(void *obj)
 {
-    /* ACQ: a zero seen here synchronises with the downs (point 4). */
+    /* ACQ: a zero seen here synchronises with the downs' REL CAS (point 4). */
     return at_load64(cd_state(obj), ACQ);
 }
 static int cd_outcome(uint64_t st, uint32_t gen)
@@ -212,7 +216,7 @@ static bool cd_announce(void *obj, uint64_t *st)
 {
     /* Announce ourselves in a step that still finds the count non-zero in
      * our generation (point 1).  ACQ: a failed CAS's value may be the zero
-     * we return on. */
+     * we return on (it pairs with sqf_countdown_down_n's REL, point 4). */
     if (*st & CD_WAITERS) return true;
     if (!at_cas64(cd_state(obj), st, *st | CD_WAITERS, ACQ)) return false;
     *st |= CD_WAITERS;

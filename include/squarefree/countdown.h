@@ -180,6 +180,7 @@ SQF_API int sqf_countdown_wait_slow_(sqf_countdown *c, sqf_deadline deadline);
 /* One acquire load: is the count (the low 32 bits) zero? */
 static inline int sqf_countdown_zero_inline_(sqf_countdown *c)
 {
+    /* acquire: pairs with the REL CAS of countdown.c's sqf_countdown_down_n */
     return c != NULL && (uint32_t)atomic_load_explicit(&c->state, memory_order_acquire) == 0;
 }
 
