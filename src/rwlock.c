@@ -140,6 +140,7 @@ static inline uint32_t pending(uint64_t v)
 }
 static inline bool is_shared(sqf_rwlock *l)
 {
+    /* RLX: SHARED is set by sqf_rwlock_init and never changes; no data rides on it */
     return (at_load(rq(l), RLX) & RW_SHARED) != 0;
 }
 
@@ -147,6 +148,7 @@ static inline bool is_shared(sqf_rwlock *l)
  * released them: each looks again and claims its place. */
 static void wake_readers(sqf_rwlock *l, bool shared)
 {
+    /* REL: pairs with the ACQ load of `readers` in read_step (the sleep/wake pattern at the top) */
     at_add(rq(l), RW_RSTEP, REL);
     sqf_wake(rq(l), INT_MAX, shared);
 }
@@ -167,10 +169,13 @@ static void wake_readers(sqf_rwlock *l, bool shared)
 static void revoke_turn(sqf_rwlock *l, bool shared)
 {
     sqf_word64 *s = st(l);
+    /* RLX: a hint; the REL CAS below re-reads */
     uint64_t v = at_load64(s, RLX);
     while (v & RW_HANDOFF) {
+        /* REL: pairs with the ACQ CAS of the reader or writer that next takes the lock */
         if (at_cas64(s, &v, v & ~(uint64_t)(RW_WRITER | RW_HANDOFF | RW_WSLEEP), REL)) {
             if (pending(v)) wake_readers(l, shared);
+            /* REL: pairs with the ACQ `writers` load in sqf_rwlock_wrlock_step_ (see the top) */
             at_add(wq(l), 1, REL);
             sqf_wake(wq(l), INT_MAX, shared);
             return;
@@ -182,6 +187,7 @@ static void revoke_turn(sqf_rwlock *l, bool shared)
  * only a writer returning from that wake-up may claim the turn. */
 static void pass_turn(sqf_rwlock *l, bool shared)
 {
+    /* REL: pairs with the ACQ `writers` load in sqf_rwlock_wrlock_step_ (see the top) */
     at_add(wq(l), 1, REL);
     if (sqf_wake(wq(l), 1, shared) == 0) revoke_turn(l, shared);
 }
@@ -221,6 +227,7 @@ static int read_step(struct sqf_waitop *op)
     const bool shared = is_shared(l);
     for (;;) {
         int stop = sqf_op_stop(op); /* before the reads: see waitop.h */
+        /* ACQ: pairs with wake_readers' REL add: a missed release shows here (the top's pattern) */
         uint32_t seq = at_load(rq(l), ACQ);
         uint64_t v =
             at_load64(s, ACQ); /* ACQ: the last writer's writes happen-before our section */
@@ -229,11 +236,13 @@ static int read_step(struct sqf_waitop *op)
             if (!(v & RW_WRITER)) {
                 uint64_t want = v - RW_PUNIT + RW_RUNIT;
                 if (pending(want) == 0 && (want & RW_WSLEEP)) want |= RW_WRITER | RW_HANDOFF;
+                /* ACQ: pairs with the REL CAS releasing us (wrunlock, drain_step, revoke_turn) */
                 if (!at_cas64(s, &v, want, ACQ)) continue;
                 if (want & RW_HANDOFF) pass_turn(l, shared);
                 return 0;
             }
             if (stop) {
+                /* RLX: leaving PENDING publishes nothing; only this word's value matters */
                 if (at_cas64(s, &v, v - RW_PUNIT, RLX)) return stop;
                 continue;
             }
@@ -242,6 +251,7 @@ static int read_step(struct sqf_waitop *op)
             if (!(v & RW_WRITER)) {
                 /* No writer has the turn (readers it released may still be
                  * claiming their places: we need not wait for them). */
+                /* ACQ: pairs with the last writer's REL CAS (sqf_rwlock_wrunlock, drain_step) */
                 if (at_cas64(s, &v, v + RW_RUNIT, ACQ)) return 0;
                 continue;
             }
@@ -249,6 +259,7 @@ static int read_step(struct sqf_waitop *op)
              * not barge past it.  Stopped: give up (a deadline already past
              * means "try once"). */
             if (stop) return stop;
+            /* RLX: registering publishes nothing; we look again (seq first) before sleeping */
             if (at_cas64(s, &v, v + RW_PUNIT, RLX)) {
                 rs->registered = true;
                 rs->epoch = (uint32_t)(v >> 32);
@@ -301,7 +312,9 @@ int sqf_rwlock_rdunlock_slow_(sqf_rwlock *l)
     if (!l) return EINVAL;
     sqf_word64 *s = st(l);
     const bool shared = is_shared(l); /* read before we let anyone in */
+    /* RLX: a hint; the REL CAS below re-reads */
     uint64_t v = at_load64(s, RLX);
+    /* REL: pairs with the draining writer's ACQ (sqf_rwlock_wrlock_step_'s RW_DRAIN load, CASes) */
     do {
         if (readers_in(v) == 0) return EPERM;
     } while (!at_cas64(s, &v, v - RW_RUNIT, REL));
@@ -336,8 +349,10 @@ static int drain_step(struct sqf_waitop *op, uint64_t v)
         if (readers_in(v) == 0) return 0;
         if (stop) {
             uint64_t want = (v & RW_WSLEEP) ? (v | RW_HANDOFF) : (v & ~(uint64_t)RW_WRITER);
-            /* AR: on failure v is re-read with ACQ, and may show
-             * READERS == 0, on which we return 0 holding the lock. */
+            /* AR: REL pairs with the ACQ CAS of whom we pass the turn or release;
+             * on failure v is re-read with ACQ (pairs with the last reader's REL
+             * in sqf_rwlock_rdunlock) and may show READERS == 0, on which we return
+             * 0 holding the lock. */
             if (!at_cas64(s, &v, want, AR)) continue;
             if (want & RW_HANDOFF)
                 pass_turn(l, shared);
@@ -402,12 +417,15 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
         rs->owed_seen = false;
     } else {
         op->recheck = SQF_FOREVER; /* set again at each sleep that needs it */
+        /* ACQ: pairs with the last reader's REL CAS in sqf_rwlock_rdunlock(_slow_) */
         if (rs->stage == RW_DRAIN) return drain_step(op, at_load64(s, ACQ));
         rs->woken = how == SQF_WAIT_WOKEN;
     }
     for (;;) {
         int stop = sqf_op_stop(op); /* before the reads: see waitop.h */
+        /* ACQ: pairs with pass_turn / revoke_turn's REL add: a missed hand-off shows here (top) */
         uint32_t seq = at_load(wq(l), ACQ);
+        /* ACQ: pairs with the REL CASes on state; the CASes below acquire again */
         uint64_t v = at_load64(s, ACQ);
         if (!(v & RW_WRITER) && pending(v) == 0) {
             /* The turn is free.  With readers inside, take it only if we
@@ -415,12 +433,14 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
              * "try once"), taking the turn only to give it back would stall
              * readers. */
             if (readers_in(v) && stop) return stop;
+            /* ACQ: pairs with the REL CASes of sqf_rwlock_wrunlock(_slow_) and rdunlock(_slow_) */
             if (at_cas64(s, &v, v | RW_WRITER, ACQ)) return start_drain(op, v | RW_WRITER);
             continue;
         }
         if (rs->woken && (v & RW_HANDOFF)) {
             /* The turn was passed to us: claim it whatever our deadline, so
              * that the hand-off is not lost; drain gives it up properly. */
+            /* ACQ: pairs with the REL CAS setting HANDOFF (wrunlock, drain_step, read_step) */
             if (at_cas64(s, &v, v & ~(uint64_t)RW_HANDOFF, ACQ))
                 return start_drain(op, v & ~(uint64_t)RW_HANDOFF);
             continue;
@@ -436,6 +456,7 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
          * its deadline). */
         sqf_deadline check = SQF_FOREVER;
         if (!(v & RW_WRITER)) {
+            /* RLX: `readers` is read only to see progress; nothing rides on it */
             if (owed_stalled(rs, v, at_load(rq(l), RLX), &check)) {
                 if (revoke_owed(l, &v)) return start_drain(op, v);
                 continue;
@@ -444,6 +465,7 @@ int sqf_rwlock_wrlock_step_(struct sqf_waitop *op, int how)
             rs->owed_seen = false;
             check = sqf_now() + SQF_RWLOCK_STALL_NS;
         }
+        /* RLX: only this word's value matters; the futex check on `writers` orders the rest */
         if (!(v & RW_WSLEEP) && !at_cas64(s, &v, v | RW_WSLEEP, RLX)) continue;
         op->word = wq(l);
         op->expected = seq;
@@ -475,8 +497,10 @@ int sqf_rwlock_trywrlock_slow_(sqf_rwlock *l)
 {
     if (!l) return EINVAL;
     sqf_word64 *s = st(l);
+    /* RLX: a hint; the CAS below re-reads with ACQ */
     uint64_t v = at_load64(s, RLX);
     while ((v & RW_LOCK) == 0)
+        /* ACQ: pairs with the REL CASes of sqf_rwlock_wrunlock(_slow_) and rdunlock(_slow_) */
         if (at_cas64(s, &v, v | RW_WRITER, ACQ)) return 0;
     return EBUSY;
 }
@@ -491,7 +515,9 @@ int sqf_rwlock_wrunlock_slow_(sqf_rwlock *l)
     if (!l) return EINVAL;
     sqf_word64 *s = st(l);
     const bool shared = is_shared(l);
+    /* RLX: we hold the lock; the REL CAS below re-reads */
     uint64_t v = at_load64(s, RLX), want;
+    /* REL: pairs with the ACQ CAS of the readers we release (read_step) or the next writer */
     do {
         if ((v & (RW_WRITER | RW_HANDOFF)) != RW_WRITER || readers_in(v) != 0) return EPERM;
         if (pending(v) == 0 && (v & RW_WSLEEP))
@@ -510,6 +536,7 @@ int sqf_rwlock_init(sqf_rwlock *l, unsigned flags)
 {
     if (!l || (flags & ~SQF_SHARED)) return EINVAL;
     if ((flags & SQF_SHARED) && !sqf_wait_shared_supported()) return ENOTSUP;
+    /* RLX, and REL more than needed: l reaches other threads through their own synchronization */
     at_store(wq(l), 0, RLX);
     at_store(rq(l), (flags & SQF_SHARED) ? RW_SHARED : 0, RLX);
     at_store64(st(l), 0, REL);
@@ -520,6 +547,7 @@ int sqf_rwlock_destroy(sqf_rwlock *l)
 {
     if (!l) return EINVAL;
     /* Held, drained for, waited for or owed: anything but EPOCH. */
+    /* ACQ: pairs with the REL CAS of the last unlock, so the caller may free l */
     return (at_load64(st(l), ACQ) & RW_LOCK) ? EBUSY : 0;
 }
 

@@ -208,7 +208,9 @@ SQF_API int sqf_rwlock_wrunlock_slow_(sqf_rwlock *l);
  * owed a place (PENDING == 0) and the count has room. */
 static inline int sqf_rwlock_rtake_(sqf_rwlock *l)
 {
+    /* relaxed: a hint; the CAS below re-reads, and on failure the slow path re-reads */
     uint64_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+    /* acquire: pairs with the release CASes of sqf_rwlock_wrunlock(_slow_) (the last writer) */
     return (v & (SQF_RWLOCK_WRITER_ | SQF_RWLOCK_PMASK_)) == 0 && (uint32_t)v < SQF_RWLOCK_RFULL_ &&
            atomic_compare_exchange_strong_explicit(&l->state, &v, v + SQF_RWLOCK_READER_,
                                                    memory_order_acquire, memory_order_relaxed);
@@ -217,7 +219,9 @@ static inline int sqf_rwlock_rtake_(sqf_rwlock *l)
 /* One CAS: a writer gets in at once if the lock is idle (EPOCH only). */
 static inline int sqf_rwlock_wtake_(sqf_rwlock *l)
 {
+    /* relaxed: a hint; the CAS below re-reads, and on failure the slow path re-reads */
     uint64_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+    /* acquire: pairs with the release CASes of sqf_rwlock_wrunlock / rdunlock(_slow_) */
     return (uint32_t)v == 0 &&
            atomic_compare_exchange_strong_explicit(&l->state, &v, v | SQF_RWLOCK_WRITER_,
                                                    memory_order_acquire, memory_order_relaxed);
@@ -252,9 +256,11 @@ static inline int sqf_rwlock_timedrdlock(sqf_rwlock *l, sqf_deadline deadline)
 static inline int sqf_rwlock_rdunlock(sqf_rwlock *l)
 {
     if (SQF_LIKELY(l != NULL)) {
+        /* relaxed: a hint; the CAS below re-reads, and on failure the slow path re-reads */
         uint64_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
         uint32_t lo = (uint32_t)v;
         /* Not the last reader, or the last with no writer waiting for it. */
+        /* release: pairs with the ACQ CAS of the next writer (sqf_rwlock_wtake_, rwlock.c) */
         if ((lo >= 2 * SQF_RWLOCK_READER_ ||
              (lo >= SQF_RWLOCK_READER_ && !(lo & SQF_RWLOCK_WRITER_))) &&
             atomic_compare_exchange_strong_explicit(&l->state, &v, v - SQF_RWLOCK_READER_,
@@ -294,7 +300,9 @@ static inline int sqf_rwlock_timedwrlock(sqf_rwlock *l, sqf_deadline deadline)
 static inline int sqf_rwlock_wrunlock(sqf_rwlock *l)
 {
     if (SQF_LIKELY(l != NULL)) {
+        /* relaxed: a hint; the CAS below re-reads, and on failure the slow path re-reads */
         uint64_t v = atomic_load_explicit(&l->state, memory_order_relaxed);
+        /* release: pairs with the next reader or writer's ACQ CAS (sqf_rwlock_rtake_, rwlock.c) */
         if ((uint32_t)v == SQF_RWLOCK_WRITER_ &&
             atomic_compare_exchange_strong_explicit(&l->state, &v,
                                                     v & ~(uint64_t)SQF_RWLOCK_WRITER_,
