@@ -108,6 +108,7 @@ static inline uint64_t q_lap(const sqf_queue *q)
 }
 static inline bool q_shared(sqf_queue *q)
 {
+    /* RLX: flags is set by sqf_queue_init and never changes; no data rides on it */
     return (at_load((sqf_word *)&q->flags_, RLX) & Q_SHARED) != 0;
 }
 
@@ -161,6 +162,7 @@ int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned fla
     q->item_size_ = (uint32_t)item_size;
     q->slot_size_ = (uint32_t)slot_bytes(item_size);
     q->shift_ = shift;
+    /* RLX, and REL on the tail more than needed: q reaches other threads through their own sync */
     for (uint64_t i = 0; i < capacity; i++)
         at_store64(stamp_of(q, i), i, RLX);
     at_store((sqf_word *)&q->csleep_, 0, RLX);
@@ -180,6 +182,7 @@ int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned fla
 int sqf_queue_destroy(sqf_queue *q)
 {
     if (!q || q->capacity_ == 0) return EINVAL;
+    /* ACQ: meant to pair with the waiters' uncount, but that at_sub (leave, queue_step) is RLX */
     return at_load((sqf_word *)&q->csleep_, ACQ) || at_load((sqf_word *)&q->psleep_, ACQ) ? EBUSY
                                                                                           : 0;
 }
@@ -191,10 +194,10 @@ int sqf_queue_destroy(sqf_queue *q)
  * still copying out), or EPIPE (closed). */
 static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
 {
-    uint64_t t = at_load64(q_tail(q), ACQ); /* ACQ: an EPIPE acquires the close */
+    uint64_t t = at_load64(q_tail(q), ACQ); /* ACQ: pairs with sqf_queue_close's REL CAS */
     for (;;) {
         if (t & Q_CLOSED) return EPIPE;
-        /* ACQ: the pop that freed the slot has finished copying out. */
+        /* ACQ: pairs with ring_pop's REL store that frees the slot (stamp = p + LAP) */
         uint64_t s = at_load64(stamp_of(q, t), ACQ);
         if (s != t) {
             /* Behind t: the slot still holds last lap's item (full), or a
@@ -202,9 +205,11 @@ static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
              * Never wait for that here: the thread doing it may be
              * preempted; the caller sleeps until its pop wakes it. */
             if (s < t) { /* full, or room behind a pop still copying out */
+                /* ACQ: more than needed: ring_pop's head CAS is RLX, and only the count is used */
                 uint64_t h = at_load64(q_head(q), ACQ);
                 return linear(q, t) - linear(q, h) < q->capacity_ ? Q_INFLIGHT : EBUSY;
             }
+            /* ACQ: pairs with sqf_queue_close's REL CAS (an EPIPE acquires the close) */
             t = at_load64(q_tail(q), ACQ); /* ahead: another push took t: look again */
             continue;
         }
@@ -212,14 +217,17 @@ static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
          * position is taken, which only a CAS of the tail from t can do). */
         size_t c = 1;
         uint64_t end = next_pos(q, t);
+        /* ACQ: pairs with ring_pop's REL store that frees the slot (stamp = p + LAP) */
         while (c < n && at_load64(stamp_of(q, end), ACQ) == end) {
             end = next_pos(q, end);
             c++;
         }
+        /* ACQ: for the failure ordering: a failed CAS may read CLOSED, and we return EPIPE on it */
         if (!at_cas64(q_tail(q), &t, end, ACQ)) continue;
         uint64_t p = t;
         for (size_t j = 0; j < c; j++) {
             memcpy(data_of(q, p), items + j * q->item_size_, q->item_size_);
+            /* REL: pairs with ring_pop's ACQ stamp loads (the item is published) */
             at_store64(stamp_of(q, p), p + 1, REL); /* publish */
             p = next_pos(q, p);
         }
@@ -234,9 +242,10 @@ static int ring_push(sqf_queue *q, const char *items, size_t n, size_t *k)
 static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
 {
     const uint64_t lap = q_lap(q);
+    /* RLX: head only claims positions; the stamps' ACQ loads order the data */
     uint64_t h = at_load64(q_head(q), RLX);
     for (;;) {
-        /* ACQ: the push that published the slot has finished copying in. */
+        /* ACQ: pairs with ring_push's REL publish: its copy-in is done. */
         uint64_t s = at_load64(stamp_of(q, h), ACQ);
         if (s != h + 1) {
             if (s < h + 1) {
@@ -246,23 +255,28 @@ static int ring_pop(sqf_queue *q, char *items, size_t n, size_t *k)
                  * EPIPE.  SC: a close or push before our look at the tail
                  * is seen. */
                 at_fence(SC);
+                /* ACQ: pairs with sqf_queue_close's REL CAS (an EPIPE acquires the close) */
                 uint64_t t = at_load64(q_tail(q), ACQ);
                 if ((t & ~Q_CLOSED) == h) return (t & Q_CLOSED) ? EPIPE : EBUSY;
                 return Q_INFLIGHT; /* items behind a push still copying in */
             }
+            /* RLX: head only claims positions; the stamps' ACQ loads order the data */
             h = at_load64(q_head(q), RLX); /* ahead: another pop took h */
             continue;
         }
         size_t c = 1;
         uint64_t end = next_pos(q, h);
+        /* ACQ: pairs with ring_push's REL store that publishes the slot (stamp = p + 1) */
         while (c < n && at_load64(stamp_of(q, end), ACQ) == end + 1) {
             end = next_pos(q, end);
             c++;
         }
+        /* RLX: head only claims positions; the stamps' ACQ loads order the data */
         if (!at_cas64(q_head(q), &h, end, RLX)) continue;
         uint64_t p = h;
         for (size_t j = 0; j < c; j++) {
             memcpy(items + j * q->item_size_, data_of(q, p), q->item_size_);
+            /* REL: pairs with ring_push's ACQ stamp loads (the slot may be reused) */
             at_store64(stamp_of(q, p), p + lap, REL); /* free for the next lap */
             p = next_pos(q, p);
         }
@@ -323,13 +337,16 @@ static int wake_owner(sqf_queue *q, struct q_side d, uint32_t hv, bool end)
 {
     bool shared = q_shared(q);
     while (hv & H_HUNGRY) {
+        /* REL: pairs with the ACQ hungry load in queue_step (the owner sees its word move) */
         if (!at_cas(d.hungry, &hv, hv + H_SEQ_ONE, REL)) continue;
         hv += H_SEQ_ONE;
         if (sqf_wake(d.hungry, 1, shared) > 0 && !end) return OWNER_WOKEN;
         if (!end && !(hv & H_MISSED)) {
+            /* REL: pairs with the ACQ hungry load in queue_step (the owner sees MISSED) */
             if (at_cas(d.hungry, &hv, hv | H_MISSED, REL)) return OWNER_MISSED;
             continue;
         }
+        /* REL: pairs with the ACQ hungry loads in queue_step and wake_side (the mode ends) */
         if (at_cas(d.hungry, &hv, hv & ~(H_HUNGRY | H_MISSED), REL)) {
             /* It may have read the bumped word and gone to sleep on it
              * between our wake and our clear: wake it again. */
@@ -355,11 +372,14 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
     sqf_word *sleep = d.sleep, *seq = d.seq, *hungry = d.hungry, *blocked = d.blocked;
     bool shared = q_shared(q);
     at_fence(SC);
+    /* RLX: the SC fence above orders it against the waiter's count and fence (file comment) */
     uint32_t s = at_load(sleep, RLX);
     if (!s) return;
+    /* ACQ: pairs with the REL CASes on hungry in wake_owner and leave */
     uint32_t hv = at_load(hungry, ACQ);
     bool strike = false;
     if (hv & H_HUNGRY) {
+        /* ACQ: pairs with sqf_queue_close's REL CAS */
         int r = wake_owner(q, d, hv, (at_load64(q_tail(q), ACQ) & Q_CLOSED) != 0);
         if (r == OWNER_WOKEN) return;
         /* Missed: wake one of those held back, so that if the owner is
@@ -376,10 +396,12 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
      * the word, then looks again before it sleeps (store-buffering with our
      * fence, as csleep), so the ones not asleep yet, or woken and not yet
      * running, cost no system call. */
+    /* RLX: the SC fence above orders it against the sleeper's SC CAS and fence (file comment) */
     uint32_t old = at_load(seq, RLX);
     if (!(old & S_SLEEPER)) return;
     /* head and tail only now: under contention they are the costliest
      * loads here. */
+    /* ACQ: more than needed: only the counts are used (and ring_pop's head CAS is RLX) */
     uint64_t h = at_load64(q_head(q), ACQ), t = at_load64(q_tail(q), ACQ);
     bool closed = (t & Q_CLOSED) != 0;
     /* Everyone on a closed queue: one that went back to sleep after the
@@ -393,6 +415,7 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
      * one, and slept again; its wake-up was spent, and only this one can
      * make that item reachable.  (Also when a starving waiter leaves: it
      * held the others back.)  Otherwise k: one wake-up per item. */
+    /* RLX: the SC fence above orders it against queue_step's store of blocked and its fence */
     if (!strike && at_load(blocked, RLX) && at_xchg(blocked, 0, RLX)) fill = true;
     if (fill) {
         size_t size = items_between(q, h, t), more = consumers ? size : q->capacity_ - size;
@@ -403,6 +426,7 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
      * may be on its way: a waker cannot know whether the sleepers it
      * counted were on the futex, and a skipped one stranded an item. */
     uint32_t n = k < s ? (uint32_t)k : s, adv;
+    /* REL: pairs with the ACQ load of seq in queue_step */
     do
         adv = (old + S_ONE) & ~S_DECLARED;
     while (!at_cas(seq, &old, adv, REL));
@@ -412,6 +436,7 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
         /* Fewer than asked: everyone on the futex was woken.  If nobody
          * declared (DECLARED is still clear) and nobody advanced since our
          * advance, nobody is there now. */
+        /* RLX: only this word's value matters; the futex check on seq orders the rest */
         at_cas(seq, &adv, adv & ~S_SLEEPER, RLX);
 }
 
@@ -422,13 +447,16 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
 static void leave(sqf_queue *q, struct sqf_queue_wait_ *w, bool push)
 {
     struct q_side d = side_of(q, !push);
+    /* RLX: an uncount publishes nothing (but sqf_queue_destroy's ACQ then pairs with nothing) */
     if (w->registered) at_sub(d.sleep, 1, RLX);
     w->registered = false;
     if (!w->owner) return;
     w->owner = false;
     sqf_word *hungry = d.hungry;
+    /* RLX: a hint; the REL CAS below re-reads */
     uint32_t hv = at_load(hungry, RLX);
     while ((hv & H_HUNGRY) && (hv & H_GEN_MASK) == w->gen) {
+        /* REL: pairs with the ACQ hungry loads in queue_step and wake_side (the mode ends) */
         if (at_cas(hungry, &hv, hv & ~(H_HUNGRY | H_MISSED), REL)) {
             wake_side(q, !push, 0, true);
             return;
@@ -467,20 +495,24 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
          * publication, or clear of HUNGRY, and its fence). */
         uint32_t v = 0;
         if (w->registered) {
+            /* ACQ: pairs with wake_side's REL advance of seq; the SC fence orders the looks */
             v = at_load(seq, ACQ);
             at_fence(SC);
         }
+        /* ACQ: pairs with the REL CASes on hungry in wake_owner and leave */
         uint32_t hv = at_load(hungry, ACQ);
         if (w->owner && (!(hv & H_HUNGRY) || (hv & H_GEN_MASK) != w->gen))
             w->owner = false; /* a wake found us away twice and ended hand-off mode */
         if (w->owner && (hv & H_MISSED)) {
             /* A wake found us not asleep: we are looking now, so the next
              * one that does must not end the mode. */
+            /* RLX: only this word's value matters; nothing is published with MISSED */
             if (!at_cas(hungry, &hv, hv & ~H_MISSED, RLX)) continue;
             hv &= ~H_MISSED;
         }
         size_t k = 0;
         int r;
+        /* ACQ: pairs with sqf_queue_close's REL CAS */
         if ((hv & H_HUNGRY) && !w->owner && !(at_load64(q_tail(q), ACQ) & Q_CLOSED)) {
             r = EBUSY; /* a starving waiter goes first */
             w->spins = 0;
@@ -492,6 +524,7 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
                  * then look again (SC: as csleep below), so that the push
                  * (pop) ending that copy wakes for every item (slot) past
                  * it, not one. */
+                /* RLX, both: the SC fence below orders them against wake_side's fence */
                 if (w->registered && !at_load(d.blocked, RLX)) {
                     at_store(d.blocked, 1, RLX);
                     at_fence(SC);
@@ -509,6 +542,7 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
         }
         if (stop) {
             if (w->registered) { /* uncounted, look once more */
+                /* RLX: an uncount publishes nothing; we look once more after it */
                 at_sub(sleep, 1, RLX);
                 w->registered = false;
                 continue;
@@ -522,6 +556,7 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
             continue;
         }
         if (!w->registered) {
+            /* RLX: the SC fence below orders it against wake_side's fence (store-buffering) */
             at_add(sleep, 1, RLX);
             at_fence(SC); /* our count before our next look: see the file comment */
             w->registered = true;
@@ -531,6 +566,7 @@ static int queue_step(struct sqf_waitop *op, int how, bool push)
         if (!(hv & H_HUNGRY) && sqf_now() - w->since > SQF_QUEUE_STARVE_NS) {
             uint32_t claim = (hv & ~(H_GEN_MASK | H_HUNGRY | H_MISSED)) |
                              ((hv + H_GEN_ONE) & H_GEN_MASK) | H_HUNGRY;
+            /* RLX: the SC fence below orders it against wake_side's fence */
             if (at_cas(hungry, &hv, claim, RLX)) {
                 w->owner = true;
                 w->gen = claim & H_GEN_MASK;
@@ -633,7 +669,9 @@ int sqf_queue_pop_n(sqf_queue *q, void *items, size_t n, size_t *popped, sqf_dea
 int sqf_queue_close(sqf_queue *q)
 {
     if (!q || q->capacity_ == 0) return EINVAL;
+    /* RLX: a hint; the REL CAS below re-reads */
     uint64_t t = at_load64(q_tail(q), RLX);
+    /* REL: pairs with the ACQ tail loads that return EPIPE (ring_push, ring_pop, wake_side) */
     while (!(t & Q_CLOSED) && !at_cas64(q_tail(q), &t, t | Q_CLOSED, REL)) {
     }
     wake_side(q, true, INT_MAX, false);
@@ -644,6 +682,7 @@ int sqf_queue_close(sqf_queue *q)
 size_t sqf_queue_size(sqf_queue *q)
 {
     if (!q || q->capacity_ == 0) return 0;
+    /* ACQ: more than needed: a snapshot, and ring_pop's head CAS is RLX */
     uint64_t h = at_load64(q_head(q), ACQ);
     return items_between(q, h, at_load64(q_tail(q), ACQ));
 }
