@@ -35,6 +35,7 @@ int sqf_cancel_init(sqf_cancel *t, const sqf_cancel *parent, sqf_deadline deadli
     t->reserved_ = 0;
     /* 0 means "no deadline", so a deadline at or before 0 becomes 1: past. */
     t->deadline = deadline == SQF_FOREVER ? 0 : deadline > 0 ? deadline : 1;
+    /* REL: more than needed: t (deadline, parent) reaches other threads through their own sync */
     at_store(tok_word(t), 0, REL);
     return 0;
 }
@@ -42,6 +43,7 @@ int sqf_cancel_init(sqf_cancel *t, const sqf_cancel *parent, sqf_deadline deadli
 int sqf_cancel_cancel(sqf_cancel *t)
 {
     if (!t) return EINVAL;
+    /* AR: REL pairs with the ACQ reads of CANCELLED (below); the ACQ half pairs with nothing */
     uint32_t old = at_or(tok_word(t), TOK_CANCELLED, AR);
     /* Only the address after this: a woken waiter may end t's lifetime. */
     if ((old & (TOK_CANCELLED | TOK_WAITERS)) == TOK_WAITERS) sqf_wake(tok_word(t), INT_MAX, false);
@@ -52,6 +54,7 @@ int sqf_cancel_is_cancelled(const sqf_cancel *t)
 {
     sqf_deadline now = 0;
     for (; t; t = t->parent) {
+        /* ACQ: pairs with the AR OR in sqf_cancel_cancel */
         if (at_load(tok_word(t), ACQ) & TOK_CANCELLED) return 1;
         if (t->deadline) {
             if (!now) now = sqf_now();
@@ -65,6 +68,7 @@ int sqf_op_stop_now_(const struct sqf_waitop *op)
 {
     sqf_deadline tok_deadline = SQF_FOREVER;
     for (const sqf_cancel *t = op->tok; t; t = t->parent) {
+        /* ACQ: pairs with the AR OR in sqf_cancel_cancel */
         if (at_load(tok_word(t), ACQ) & TOK_CANCELLED) return ECANCELED;
         if (t->deadline && t->deadline < tok_deadline) tok_deadline = t->deadline;
     }
@@ -84,7 +88,9 @@ int sqf_sleep_prepare(struct sqf_sleep *s, sqf_word *word, uint32_t expected, bo
     sqf_deadline tok_deadline = SQF_FOREVER;
     for (const sqf_cancel *t = tok; t && n < SQF_WAIT_MAX_WORDS - 1; t = t->parent) {
         sqf_word *tw = tok_word(t);
+        /* ACQ: pairs with the AR OR in sqf_cancel_cancel (we return ECANCELED on it) */
         uint32_t v = at_load(tw, ACQ);
+        /* ACQ: for the failure ordering: a failed CAS may read CANCELLED, and we return on it */
         /* Announce ourselves so that cancel wakes us (it then sees WAITERS). */
         while (!(v & (TOK_CANCELLED | TOK_WAITERS)) && !at_cas(tw, &v, v | TOK_WAITERS, ACQ)) {
         }

@@ -92,7 +92,9 @@ static int run_locked(sqf_mutex *m, void (*fn)(void *), void *arg)
  * generation (ACQ) also sees its state. */
 static void wake_bucket(struct bucket *b)
 {
+    /* RLX: a hint; the REL CAS below re-reads */
     uint32_t g = at_load(&b->gen, RLX);
+    /* REL: pairs with the ACQ load of gen in sqf_mutex_combine (the nodes' states come with it) */
     while (!at_cas(&b->gen, &g, (g + GEN_STEP) & ~GEN_SLEEPERS, REL)) {
     }
     if (g & GEN_SLEEPERS) sqf_wake(&b->gen, INT_MAX, false);
@@ -132,6 +134,7 @@ bool sqf_mutex_drain_(sqf_mutex *m, sqf_deadline *since)
     /* No request for m is left queued: COMBINE goes, under the bucket lock
      * as every change of it does.  The holder's word may change meanwhile
      * (PARKED, STARVING), hence an atomic and. */
+    /* RLX: COMBINE changes only under the bucket lock, whose unlock and lock order it */
     if (!left) at_and(mu_word(m), ~MU_COMBINE, RLX);
 
     if (pass && take) {
@@ -172,6 +175,7 @@ int sqf_mutex_combine(sqf_mutex *m, void (*fn)(void *arg), void *arg)
     sqf_word *w = mu_word(m);
     struct bucket *b = bucket_of(m);
     struct request req = {.m = m, .fn = fn, .arg = arg, .next = NULL};
+    /* RLX: the node is not yet shared; the bucket lock publishes it */
     at_store(&req.state, REQ_QUEUED, RLX);
     for (;;) {
         if (sqf_mutex_trylock(m) == 0) {
@@ -180,7 +184,9 @@ int sqf_mutex_combine(sqf_mutex *m, void (*fn)(void *arg), void *arg)
             return 0;
         }
         sqf_mutex_lock(&b->lock);
+        /* RLX: a hint; the CAS below re-reads */
         uint32_t v = at_load(w, RLX);
+        /* RLX: COMBINE changes only under the bucket lock; it publishes the node to the drain */
         while ((v & MU_LOCKED) && !(v & (MU_STARVING | MU_COMBINE)) &&
                !at_cas(w, &v, v | MU_COMBINE, RLX)) {
         }
@@ -213,10 +219,13 @@ int sqf_mutex_combine(sqf_mutex *m, void (*fn)(void *arg), void *arg)
      * gen after marking, so the wait below sees the change and returns. */
     uint32_t state;
     for (;;) {
+        /* ACQ: pairs with wake_bucket's REL CAS, so the state load below sees the drain's mark */
         uint32_t g = at_load(&b->gen, ACQ);
+        /* ACQ: pairs with the REL store of REQ_DONE / REQ_YOURS in sqf_mutex_drain_ */
         state = at_load(&req.state, ACQ);
         if (state != REQ_QUEUED) break;
         if (!(g & GEN_SLEEPERS)) {
+            /* RLX: only this word's value matters; the futex check on gen orders the rest */
             if (!at_cas(&b->gen, &g, g | GEN_SLEEPERS, RLX)) continue;
             g |= GEN_SLEEPERS;
         }

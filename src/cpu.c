@@ -9,6 +9,7 @@
 int sqf_ncpu(void)
 {
     static sqf_word cached; /* 0 = not read yet; racing readers compute the same value */
+    /* RLX: racing threads compute the same value; nothing else rides on it */
     uint32_t n = at_load(&cached, RLX);
     if (n) return (int)n;
 #ifdef CPU_COUNT
@@ -19,6 +20,7 @@ int sqf_ncpu(void)
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         n = c > 0 ? (uint32_t)c : 1;
     }
+    /* RLX: racing threads compute the same value; nothing else rides on it */
     at_store(&cached, n, RLX);
     return (int)n;
 }

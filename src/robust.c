@@ -112,6 +112,7 @@ static int taken(sqf_robust_mutex *m, struct sqf_robust_head *h, uint32_t old)
         return ENOTRECOVERABLE;
     }
     if (old & RB_DIED) {
+        /* RLX: we hold the lock; sqf_robust_mutex_unlock's REL CAS publishes it */
         at_or(rb_state(m), RB_INCONSISTENT, RLX);
         return EOWNERDEAD;
     }
@@ -125,11 +126,13 @@ int sqf_robust_lock_step_(struct sqf_waitop *op, int how)
     sqf_robust_mutex *m = op->u.robust.m;
     sqf_word *w = rb_word(m);
     if (how == SQF_OP_START) {
+        /* ACQ: more than needed: state's stores are RLX, and taken re-reads it after the ACQ CAS */
         if (at_load(rb_state(m), ACQ) & RB_UNRECOVERABLE) return ENOTRECOVERABLE;
         struct sqf_thread_self *me = sqf_self(RB_FUTEX_OFFSET);
         if (!me || !me->tid || me->tid > RB_TID) return ENOTSUP;
         op->u.robust.head = me->head;
         op->u.robust.tid = me->tid;
+        /* RLX: only this thread writes its own id into the word */
         if ((at_load(w, RLX) & RB_TID) == op->u.robust.tid) return EDEADLK;
         op->u.robust.waited = false;
         pending(op->u.robust.head, m); /* from before our id can be in the word */
@@ -140,11 +143,13 @@ int sqf_robust_lock_step_(struct sqf_waitop *op, int how)
      * more look at the word, read after sqf_op_stop said so, then leave.
      * WAITERS stays for whoever else sleeps. */
     int stop = sqf_op_stop(op);
+    /* RLX: a hint; the CASes below re-read the word */
     uint32_t v = at_load(w, RLX);
     for (;;) {
         if (!(v & RB_TID)) { /* free, or its holder died */
             uint32_t want =
                 op->u.robust.tid | (v & RB_WAITERS) | (op->u.robust.waited ? RB_WAITERS : 0);
+            /* ACQ: pairs with the REL CAS in sqf_robust_mutex_unlock (or the kernel's store) */
             if (at_cas(w, &v, want, ACQ)) return taken(m, op->u.robust.head, v);
             continue;
         }
@@ -152,6 +157,7 @@ int sqf_robust_lock_step_(struct sqf_waitop *op, int how)
             pending(op->u.robust.head, NULL);
             return stop == ETIMEDOUT && op->deadline == 0 ? EBUSY : stop; /* (0: trylock) */
         }
+        /* RLX: only this word's value matters; the futex check orders the rest */
         if (!(v & RB_WAITERS) && !at_cas(w, &v, v | RB_WAITERS, RLX)) continue;
         op->word = w;
         op->expected = v | RB_WAITERS;
@@ -177,6 +183,7 @@ static inline int lock_fast(sqf_robust_mutex *m, struct sqf_robust_head *h, uint
 {
     pending(h, m);
     uint32_t v = 0;
+    /* ACQ: pairs with the REL CAS in sqf_robust_mutex_unlock (or the kernel's OWNER_DIED store) */
     if (!at_cas(rb_word(m), &v, tid, ACQ)) {
         pending(h, NULL);
         return -1;
@@ -217,9 +224,11 @@ int sqf_robust_mutex_unlock(sqf_robust_mutex *m)
     if (!m) return EINVAL;
     sqf_word *w = rb_word(m);
     struct sqf_thread_self *me = sqf_self(RB_FUTEX_OFFSET);
+    /* RLX: our id is ours to see; the REL CAS below re-reads the word */
     uint32_t v = at_load(w, RLX);
     if (!me || (v & RB_TID) != me->tid) return EPERM;
     struct sqf_robust_head *h = me->head;
+    /* RLX: we hold the lock, which orders every change of state (taken's ACQ, the REL below) */
     uint32_t st = at_load(rb_state(m), RLX);
     bool give_up = (st & RB_INCONSISTENT) != 0; /* never repaired: unusable now */
     if (give_up) at_store(rb_state(m), (st & ~RB_INCONSISTENT) | RB_UNRECOVERABLE, RLX);
@@ -228,6 +237,7 @@ int sqf_robust_mutex_unlock(sqf_robust_mutex *m)
     unlink_held(m);
     /* Keep WAITERS: if the thread we wake dies before it looks again, the
      * bit still leads the next unlock to the other sleepers. */
+    /* REL: pairs with the ACQ CAS in sqf_robust_lock_step_ / lock_fast */
     while (!at_cas(w, &v, v & RB_WAITERS, REL)) {
     }
     pending(h, NULL);
@@ -237,6 +247,7 @@ int sqf_robust_mutex_unlock(sqf_robust_mutex *m)
         /* Nobody asleep: the bit was stale.  (A locker about to sleep
          * expects the word with an id in it, so it cannot miss this.) */
         uint32_t stale = RB_WAITERS;
+        /* RLX: only WAITERS changes; the futex check orders the rest */
         at_cas(w, &stale, 0, RLX);
     }
     return 0;
@@ -246,6 +257,7 @@ int sqf_robust_mutex_consistent(sqf_robust_mutex *m)
 {
     if (!m) return EINVAL;
     struct sqf_thread_self *me = sqf_self(RB_FUTEX_OFFSET);
+    /* RLX: our id is ours to see; state below is ordered by the lock we hold */
     if (!me || (at_load(rb_word(m), RLX) & RB_TID) != me->tid) return EPERM;
     uint32_t st = at_load(rb_state(m), RLX);
     if (!(st & RB_INCONSISTENT)) return EINVAL;
@@ -262,6 +274,7 @@ int sqf_robust_mutex_init(sqf_robust_mutex *m, unsigned flags)
     m->next_ = NULL;
     for (int i = 0; i < 4; i++)
         m->reserved_[i] = 0;
+    /* RLX, and REL more than needed: m reaches other threads through their own synchronization */
     at_store(rb_state(m), (flags & SQF_SHARED) ? RB_SHARED : 0, RLX);
     at_store(rb_word(m), 0, REL);
     return 0;
@@ -270,5 +283,6 @@ int sqf_robust_mutex_init(sqf_robust_mutex *m, unsigned flags)
 int sqf_robust_mutex_destroy(sqf_robust_mutex *m)
 {
     if (!m) return EINVAL;
+    /* ACQ: pairs with the REL CAS in sqf_robust_mutex_unlock, so the caller may free m */
     return (at_load(rb_word(m), ACQ) & RB_TID) ? EBUSY : 0;
 }
