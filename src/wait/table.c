@@ -79,9 +79,11 @@ static bool take_link(struct bucket *b, struct sqf_table_link *l)
 static struct bucket *lock_link_bucket(struct sqf_table_link *l)
 {
     for (;;) {
+        /* ACQ: pairs with sqf_table_requeue's REL store; more than needed (re-checked below) */
         void *a = at_loadp(&l->addr, ACQ);
         struct bucket *b = &table[bucket_index(a)];
         pthread_mutex_lock(&b->mu);
+        /* RLX: requeue changes addr only while holding this bucket's lock, which we now hold */
         if (at_loadp(&l->addr, RLX) == a) return b;
         pthread_mutex_unlock(&b->mu);
     }
@@ -140,6 +142,7 @@ int sqf_table_enqueue(struct sqf_table_waiter *w, const struct sqf_wait_word *wo
         pthread_mutex_unlock(&w->mu);
         for (int i = 0; i < n; i++) {
             struct sqf_table_link *l = &w->links[i];
+            /* RLX: written under the bucket lock; readers read it under that lock (or re-check) */
             at_storep(&l->addr, words[i].word, RLX);
             l->index = i;
             l->w = w;
@@ -148,6 +151,7 @@ int sqf_table_enqueue(struct sqf_table_waiter *w, const struct sqf_wait_word *wo
         }
     }
     unlock_buckets(idx, n);
+    /* REL: more than needed: sqf_table_in_use reads users RLX after its SC fence */
     if (result != 0) at_sub(&users, 1, REL);
     return result;
 }
@@ -172,6 +176,7 @@ int sqf_table_leave(struct sqf_table_waiter *w)
     pthread_mutex_lock(&w->mu);
     w->state = SQF_TABLE_LEFT;
     pthread_mutex_unlock(&w->mu);
+    /* REL: more than needed: sqf_table_in_use reads users RLX after its SC fence */
     at_sub(&users, 1, REL);
     return state >= 0 ? state : -1;
 }
@@ -184,6 +189,7 @@ int sqf_table_wake(sqf_word *word, int n)
     pthread_mutex_lock(&b->mu);
     for (struct sqf_table_link *p = b->head, *next; p && woken < n; p = next) {
         next = p->next;
+        /* RLX: requeue changes addr only while holding this bucket's lock, which we hold */
         if (at_loadp(&p->addr, RLX) == (void *)word && take_link(b, p)) woken++;
     }
     pthread_mutex_unlock(&b->mu);
@@ -205,11 +211,13 @@ int sqf_table_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to
         for (struct sqf_table_link *p = bf->head, *next; p && (woken < nwake || moved < nmove);
              p = next) {
             next = p->next;
+            /* RLX: requeue changes addr only while holding this bucket's lock, which we hold */
             if (at_loadp(&p->addr, RLX) != (void *)from) continue;
             if (woken < nwake) {
                 if (take_link(bf, p)) woken++;
             } else {
                 list_remove(bf, p);
+                /* REL: pairs with lock_link_bucket's ACQ load (which re-checks under the lock) */
                 at_storep(&p->addr, to, REL);
                 list_push(bt, p);
                 moved++;
@@ -224,5 +232,6 @@ int sqf_table_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to
 bool sqf_table_in_use(void)
 {
     atomic_thread_fence(SC);
+    /* RLX: the SC fence above orders it against sqf_table_enqueue's SC add of users */
     return at_load(&users, RLX) != 0;
 }
