@@ -245,7 +245,7 @@ int sqf_barrier_wait_step_(struct sqf_waitop *op, int how)
         s->n = at_load(ba_parties(b), RLX);
         if (s->n == 0 || s->n > SQF_BARRIER_MAX) return EINVAL;
         uint32_t v = at_load(w, ACQ);
-        if (v & BA_BROKEN) return EPIPE; /* ACQ: synchronises with the break */
+        if (v & BA_BROKEN) return EPIPE; /* ACQ: pairs with the break's AR (give_up, abort) */
         /* RLX: our AR add below carries the count to sqf_barrier_reset's ACQ loads (see the top) */
         at_add(ba_waiters(b), 1, RLX); /* before our first change of the word */
         s->v = v;

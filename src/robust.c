@@ -104,8 +104,8 @@ static int taken(sqf_robust_mutex *m, struct sqf_robust_head *h, uint32_t old)
 {
     link_held(h, m);
     pending(h, NULL);
-    /* Read after the CAS, which acquires what the unlock that made the mutex
-     * unrecoverable (or a repairer's consistent) wrote before it. */
+    /* RLX: read after the CAS, which acquires what the unlock that made the
+     * mutex unrecoverable (or a repairer's consistent) wrote before it. */
     uint32_t st = at_load(rb_state(m), RLX);
     if (st & RB_UNRECOVERABLE) { /* made so while we queued: give it back */
         sqf_robust_mutex_unlock(m);

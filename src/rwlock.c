@@ -403,6 +403,7 @@ static bool owed_stalled(struct sqf_rwlock_wait_ *rs, uint64_t v, uint32_t rseq,
 static bool revoke_owed(sqf_rwlock *l, uint64_t *v)
 {
     uint64_t want = ((*v & ~(uint64_t)RW_PMASK) | RW_WRITER) + RW_EUNIT;
+    /* ACQ: pairs with the REL CASes of the last reader (rdunlock) and writer (wrunlock) */
     return at_cas64(st(l), v, want, ACQ) ? (*v = want, true) : false;
 }
 
