@@ -4,7 +4,7 @@
  * functions, never through <stdatomic.h> directly.  That keeps the memory
  * orderings visible in one vocabulary, and lets a test build replace this
  * file's bodies with a deterministic scheduler that chooses, at each atomic
- * step, which thread runs next (see issue "schedule exploration").  In the
+ * step, which thread runs next (src/wait/dsched.h).  In the
  * release build every function here is a single inline instruction sequence.
  *
  * Orderings are spelt out at each call site: ACQ on the load or RMW that
@@ -21,14 +21,31 @@
 
 typedef _Atomic uint32_t sqf_word;
 
-/* The deterministic scheduler's hook (src/wait/dsched.h): in the test build
- * every operation below is a point where another thread may be chosen to
- * run.  In every other build it is nothing. */
+/* The deterministic scheduler's hooks (src/wait/dsched.h): in the test
+ * build every operation below is a point where another thread may be chosen
+ * to run, and goes through the scheduler's model of C11 memory
+ * (src/wait/dsched_memory.c), which may let a load return an older store
+ * than the newest, as weak hardware does.  In every other build they are
+ * nothing, and each operation is the one <stdatomic.h> call it names. */
 #ifdef SQF_DSCHED
 void sqf_dsched_point(void);
 #define SQF_POINT() sqf_dsched_point()
+enum sqf_dsched_rmw { SQF_DM_ADD, SQF_DM_SUB, SQF_DM_OR, SQF_DM_AND, SQF_DM_XCHG };
+uint64_t sqf_dsched_load(void *p, int size, memory_order mo);
+void sqf_dsched_store(void *p, int size, uint64_t v, memory_order mo);
+uint64_t sqf_dsched_rmw(void *p, int size, enum sqf_dsched_rmw op, uint64_t v, memory_order mo);
+bool sqf_dsched_cas(void *p, int size, uint64_t *expected, uint64_t desired, memory_order mo);
+void sqf_dsched_fence(memory_order mo);
+#define AT_LOAD(p, mo)            sqf_dsched_load((p), (int)sizeof *(p), (mo))
+#define AT_STORE(p, v, mo)        sqf_dsched_store((p), (int)sizeof *(p), (uint64_t)(v), (mo))
+#define AT_RMW(p, op, v, mo, std) sqf_dsched_rmw((p), (int)sizeof *(p), (op), (uint64_t)(v), (mo))
+#define AT_FENCE(mo)              sqf_dsched_fence(mo)
 #else
-#define SQF_POINT() ((void)0)
+#define SQF_POINT()               ((void)0)
+#define AT_LOAD(p, mo)            atomic_load_explicit((p), (mo))
+#define AT_STORE(p, v, mo)        atomic_store_explicit((p), (v), (mo))
+#define AT_RMW(p, op, v, mo, std) std((p), (v), (mo))
+#define AT_FENCE(mo)              atomic_thread_fence(mo)
 #endif
 
 #define RLX memory_order_relaxed
@@ -39,14 +56,18 @@ void sqf_dsched_point(void);
 
 static inline uint32_t at_load(sqf_word *w, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_load_explicit(w, mo);
+    return (uint32_t)AT_LOAD(w, mo);
 }
 
 static inline void at_store(sqf_word *w, uint32_t v, memory_order mo)
 {
-    SQF_POINT();
-    atomic_store_explicit(w, v, mo);
+    AT_STORE(w, v, mo);
+}
+
+/* The ordering of a failed at_cas or at_cas64's read (below). */
+static inline memory_order at_cas_fail(memory_order mo)
+{
+    return mo == SC ? SC : (mo == ACQ || mo == AR) ? ACQ : RLX;
 }
 
 /* Strong compare-and-swap.  On failure *expected holds the value seen, read
@@ -55,39 +76,39 @@ static inline void at_store(sqf_word *w, uint32_t v, memory_order mo)
  * that acts on it (returns because it shows "done", say) needs ACQ. */
 static inline bool at_cas(sqf_word *w, uint32_t *expected, uint32_t desired, memory_order mo)
 {
-    SQF_POINT();
-    memory_order fail = mo == SC ? SC : (mo == ACQ || mo == AR) ? ACQ : RLX;
-    return atomic_compare_exchange_strong_explicit(w, expected, desired, mo, fail);
+#ifdef SQF_DSCHED
+    uint64_t e = *expected;
+    bool ok = sqf_dsched_cas(w, (int)sizeof *w, &e, desired, mo);
+    *expected = (uint32_t)e;
+    return ok;
+#else
+    return atomic_compare_exchange_strong_explicit(w, expected, desired, mo, at_cas_fail(mo));
+#endif
 }
 
 static inline uint32_t at_add(sqf_word *w, uint32_t v, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_fetch_add_explicit(w, v, mo);
+    return (uint32_t)AT_RMW(w, SQF_DM_ADD, v, mo, atomic_fetch_add_explicit);
 }
 
 static inline uint32_t at_sub(sqf_word *w, uint32_t v, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_fetch_sub_explicit(w, v, mo);
+    return (uint32_t)AT_RMW(w, SQF_DM_SUB, v, mo, atomic_fetch_sub_explicit);
 }
 
 static inline uint32_t at_or(sqf_word *w, uint32_t v, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_fetch_or_explicit(w, v, mo);
+    return (uint32_t)AT_RMW(w, SQF_DM_OR, v, mo, atomic_fetch_or_explicit);
 }
 
 static inline uint32_t at_and(sqf_word *w, uint32_t v, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_fetch_and_explicit(w, v, mo);
+    return (uint32_t)AT_RMW(w, SQF_DM_AND, v, mo, atomic_fetch_and_explicit);
 }
 
 static inline uint32_t at_xchg(sqf_word *w, uint32_t v, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_exchange_explicit(w, v, mo);
+    return (uint32_t)AT_RMW(w, SQF_DM_XCHG, v, mo, atomic_exchange_explicit);
 }
 
 /* 64-bit words, for state that must change in one read-modify-write but does
@@ -104,33 +125,31 @@ typedef _Atomic uint64_t sqf_word64;
 
 static inline uint64_t at_load64(sqf_word64 *w, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_load_explicit(w, mo);
+    return AT_LOAD(w, mo);
 }
 
 static inline void at_store64(sqf_word64 *w, uint64_t v, memory_order mo)
 {
-    SQF_POINT();
-    atomic_store_explicit(w, v, mo);
+    AT_STORE(w, v, mo);
 }
 
 static inline bool at_cas64(sqf_word64 *w, uint64_t *expected, uint64_t desired, memory_order mo)
 {
-    SQF_POINT();
-    memory_order fail = mo == SC ? SC : (mo == ACQ || mo == AR) ? ACQ : RLX;
-    return atomic_compare_exchange_strong_explicit(w, expected, desired, mo, fail);
+#ifdef SQF_DSCHED
+    return sqf_dsched_cas(w, (int)sizeof *w, expected, desired, mo);
+#else
+    return atomic_compare_exchange_strong_explicit(w, expected, desired, mo, at_cas_fail(mo));
+#endif
 }
 
 static inline uint64_t at_add64(sqf_word64 *w, uint64_t v, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_fetch_add_explicit(w, v, mo);
+    return AT_RMW(w, SQF_DM_ADD, v, mo, atomic_fetch_add_explicit);
 }
 
 static inline uint64_t at_sub64(sqf_word64 *w, uint64_t v, memory_order mo)
 {
-    SQF_POINT();
-    return atomic_fetch_sub_explicit(w, v, mo);
+    return AT_RMW(w, SQF_DM_SUB, v, mo, atomic_fetch_sub_explicit);
 }
 
 /* The 32-bit half of a 64-bit word that holds its bits 0..31 (its first
@@ -151,20 +170,25 @@ typedef _Atomic(void *) sqf_aptr;
 
 static inline void *at_loadp(sqf_aptr *p, memory_order mo)
 {
-    SQF_POINT();
+#ifdef SQF_DSCHED
+    return (void *)(uintptr_t)sqf_dsched_load(p, (int)sizeof *p, mo);
+#else
     return atomic_load_explicit(p, mo);
+#endif
 }
 
 static inline void at_storep(sqf_aptr *p, void *v, memory_order mo)
 {
-    SQF_POINT();
+#ifdef SQF_DSCHED
+    sqf_dsched_store(p, (int)sizeof *p, (uint64_t)(uintptr_t)v, mo);
+#else
     atomic_store_explicit(p, v, mo);
+#endif
 }
 
 static inline void at_fence(memory_order mo)
 {
-    SQF_POINT();
-    atomic_thread_fence(mo);
+    AT_FENCE(mo);
 }
 
 /* A compiler-only barrier: keeps this thread's plain stores in program

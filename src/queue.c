@@ -182,7 +182,7 @@ int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned fla
 int sqf_queue_destroy(sqf_queue *q)
 {
     if (!q || q->capacity_ == 0) return EINVAL;
-    /* ACQ: meant to pair with the waiters' uncount, but that at_sub (leave, queue_step) is RLX */
+    /* ACQ: more than needed: the uncount is RLX; reuse is safe once every call returned */
     return at_load((sqf_word *)&q->csleep_, ACQ) || at_load((sqf_word *)&q->psleep_, ACQ) ? EBUSY
                                                                                           : 0;
 }
@@ -447,7 +447,7 @@ static void wake_side(sqf_queue *q, bool consumers, size_t k, bool fill)
 static void leave(sqf_queue *q, struct sqf_queue_wait_ *w, bool push)
 {
     struct q_side d = side_of(q, !push);
-    /* RLX: an uncount publishes nothing (but sqf_queue_destroy's ACQ then pairs with nothing) */
+    /* RLX: an uncount publishes nothing; sqf_queue_destroy only detects sleepers (queue.h) */
     if (w->registered) at_sub(d.sleep, 1, RLX);
     w->registered = false;
     if (!w->owner) return;

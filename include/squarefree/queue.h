@@ -158,8 +158,12 @@ SQF_API size_t sqf_queue_bytes(size_t capacity, size_t item_size);
  *  Errors: EINVAL, ENOTSUP. */
 SQF_API int sqf_queue_init(sqf_queue *q, size_t capacity, size_t item_size, unsigned flags);
 
-/** Check that no thread is inside a blocking push or pop, so that the
- *  memory may be reused.  Errors: EINVAL; EBUSY (nothing changes). */
+/** Check that no thread is asleep in a blocking push or pop: EBUSY if one
+ *  is counted as a sleeper.  A call on its way in (not yet asleep) or out
+ *  (uncounted, still looking at the queue) is not seen, so this catches
+ *  misuse but does not make reuse safe: reuse the memory only once every
+ *  call on the queue has returned, as you know by joining its thread or
+ *  by its own signal.  Errors: EINVAL; EBUSY (nothing changes). */
 SQF_API int sqf_queue_destroy(sqf_queue *q);
 
 /** Copy *item in at the tail, sleeping while the queue is full.

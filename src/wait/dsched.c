@@ -92,7 +92,7 @@ static uint64_t rnd(void)
     return z ^ (z >> 31);
 }
 
-static _Noreturn void fail(const char *fmt, const char *detail)
+_Noreturn void dsched_fail_(const char *fmt, const char *detail)
 {
     S.res.failed = 1;
     snprintf(S.res.why, sizeof S.res.why, fmt, detail);
@@ -198,7 +198,7 @@ static int pick(void)
             for (int i = 0; i < S.n; i++)
                 if (S.t[i].state == T_BLOCKED)
                     snprintf(who + strlen(who), sizeof who - strlen(who), " %d", i);
-            fail("deadlock: threads%s asleep with nobody to wake them", who);
+            dsched_fail_("deadlock: threads%s asleep with nobody to wake them", who);
         }
         time_out(first);
         return first;
@@ -224,10 +224,26 @@ void sqf_dsched_point(void)
     if (self < 0 || !S.active) return;
     S.steps++;
     S.now += 1000; /* every step takes a simulated microsecond */
-    if (S.steps > S.o.max_steps) fail("step limit %s: a livelock or a lost wake-up", "exceeded");
+    if (S.steps > S.o.max_steps)
+        dsched_fail_("step limit %s: a livelock or a lost wake-up", "exceeded");
     for (int c = 0; c < S.nchange; c++)
         if (S.change[c] == S.steps) S.t[self].prio = --S.lowest;
     switch_to(pick());
+}
+
+int dsched_self_(void)
+{
+    return S.active ? self : -1;
+}
+
+uint64_t dsched_random_(void)
+{
+    return rnd();
+}
+
+int64_t dsched_clock_(void)
+{
+    return S.now;
 }
 
 void dsched_yield(void)
@@ -294,6 +310,7 @@ struct dsched_result dsched_run(int n, void (*fn)(int, void *), void *arg, uint6
     S.o = *opts;
     if (S.o.max_steps <= 0) S.o.max_steps = 1000000;
     S.rng = seed;
+    dsched_memory_start_(n, S.o.memory == DSCHED_WEAK);
     S.now = 1000000000000; /* the same start every run: replays are exact */
     for (int i = 0; i < n_run_start; i++)
         run_start[i]();
@@ -347,6 +364,7 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
     if (n < 1 || n > SQF_WAIT_MAX_WORDS) return -EINVAL;
     if (self < 0 || !S.active) return -EINTR; /* outside a run nothing may block */
     sqf_dsched_point();
+    dsched_memory_syscall_();
     if (deadline != SQF_FOREVER && deadline <= S.now) return -ETIMEDOUT;
     struct dthread *t = &S.t[self];
     t->woken = -1;
@@ -373,6 +391,7 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
     }
     /* Running again: leave every queue; a wake beats a time-out. */
     t->nwords = 0;
+    dsched_memory_syscall_();
     return t->woken >= 0 ? t->woken : t->result;
 }
 
@@ -457,6 +476,7 @@ int sqf_wake(sqf_word *word, int n, bool shared)
     (void)shared;
     if (self < 0 || !S.active) return 0;
     sqf_dsched_point();
+    dsched_memory_syscall_();
     int woken = 0;
     struct entry e = {.seq = -1};
     while (woken < n && first_on(word, e.seq, &e)) {
@@ -471,6 +491,7 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
     (void)shared;
     if (self < 0 || !S.active) return -EINTR;
     sqf_dsched_point();
+    dsched_memory_syscall_();
     if (at_peek(from) != expected) return -EAGAIN;
     int woken = 0, moved = 0;
     struct entry e = {.seq = -1};
@@ -498,6 +519,7 @@ void dsched_submit(struct dsched_req *r, const void *owner, uint64_t user_data,
                    const struct sqf_wait_word *w, sqf_deadline deadline)
 {
     sqf_dsched_point();
+    dsched_memory_syscall_();
     memset(r, 0, sizeof *r);
     r->owner = owner;
     r->thread = self;
@@ -519,6 +541,7 @@ void dsched_submit(struct dsched_req *r, const void *owner, uint64_t user_data,
 void dsched_cancel(struct dsched_req *r)
 {
     sqf_dsched_point();
+    dsched_memory_syscall_();
     if (r->queued) complete(r, -ECANCELED);
 }
 
@@ -533,6 +556,7 @@ static struct dsched_req *completion(const void *owner)
 struct dsched_req *dsched_reap(const void *owner)
 {
     sqf_dsched_point();
+    dsched_memory_syscall_(); /* the completion queue's acquire of the kernel's post */
     struct dsched_req *r = completion(owner);
     if (!r) return NULL;
     for (struct dsched_req **p = &S.reqs; *p; p = &(*p)->next)
@@ -555,6 +579,7 @@ void dsched_await(const void *owner)
     t->state = T_BLOCKED;
     switch_to(pick());
     t->awaiting = NULL;
+    dsched_memory_syscall_();
 }
 
 bool sqf_wait_shared_supported(void)

@@ -11,10 +11,12 @@
  * by PCT (random thread priorities, lowered at d-1 random steps).  A run is a function of its seed,
  * so a failing seed replays exactly.
  *
- * What it explores: interleavings of atomic steps and wait/wake calls under
- * sequential consistency.  What it does not: weaker memory orderings (each
- * step runs as a real atomic on one thread at a time, so a missing acquire
- * or release is invisible here; TSan covers those).
+ * What it explores: interleavings of atomic steps and wait/wake calls,
+ * under sequential consistency by default, or under a model of C11's weak
+ * memory (opts.memory = DSCHED_WEAK, src/wait/dsched_memory.c), where a
+ * load may return an older store than the newest unless an acquire, a
+ * release or a fence forbids it: a missing ordering then shows as a stale
+ * read, as it would on arm64.
  *
  *   static void body(int id, void *arg) { ... sqf_mutex_lock(&m); ... }
  *   struct dsched_result r = dsched_run(3, body, arg, seed, &opts);
@@ -36,7 +38,16 @@ struct dsched_opts {
     int spurious_rate; /* per 1000 choices: a sleeper returns EINTR without a wake */
     int timeout_rate;  /* per 1000 choices: a sleeper with a deadline times out now;
                           and per 1000 wake-ups: one lands at the sleeper's deadline */
+    int memory;        /* DSCHED_SC (0) or DSCHED_WEAK */
 };
+
+enum { DSCHED_SC = 0, DSCHED_WEAK = 1 };
+
+/* Under DSCHED_WEAK, a store older than this (simulated ns) is seen by
+ * every thread, as a real CPU's store buffer drains within a bounded time
+ * (far less than this).  A case that checks a time against a deadline
+ * allows this much: a deadline closer than it to a store may pass unseen. */
+#define DSCHED_DRAIN_NS 20000
 
 struct dsched_result {
     int failed;    /* 0: every thread returned */
@@ -101,5 +112,13 @@ int64_t sqf_dsched_now(void);
  * At most 8 may be registered; a library file registers from a constructor
  * in the scheduler's build. */
 void dsched_at_run_start(void (*fn)(void));
+
+/* Between the scheduler and its memory model (dsched_memory.c). */
+int dsched_self_(void);        /* the running thread's index, or -1 outside a run */
+uint64_t dsched_random_(void); /* the next draw from the run's seed */
+int64_t dsched_clock_(void);   /* the simulated clock, without a scheduling point */
+_Noreturn void dsched_fail_(const char *fmt, const char *detail); /* ends the run, failed */
+void dsched_memory_start_(int nthreads, bool weak); /* every thread sees memory as it is */
+void dsched_memory_syscall_(void); /* a system call of the wait seam: a seq_cst fence */
 
 #endif
