@@ -30,8 +30,10 @@ static void clear_data(void)
     counter.w = 0;
 }
 
-/* --- mutex: lock's ACQ CASes pair with the unlocks' REL CASes; waiters sleep
- * and are woken (the critical section yields, so others arrive and park). */
+/* --- mutex: the lockers' ACQ CASes (try_take, wait_awake, sqf_mutex_take_)
+ * pair with sqf_mutex_unlock_slow_'s REL CASes (clearing LOCKED, or setting
+ * HANDOFF); waiters sleep and are woken (the critical section yields, so
+ * others arrive and park).  unlock_fair hands off. */
 static sqf_mutex mu;
 
 static void setup_mutex(void)
@@ -58,10 +60,15 @@ static const char *check_mutex(void)
     return counter.w == 6 ? NULL : "an increment under the mutex was lost (a stale read)";
 }
 
-/* --- cond: the waiter checks the predicate under the mutex and sleeps; the
- * signaller publishes it under the mutex and signals (then broadcasts: a
- * signal may wake the waiter still short of its value).  The payload is written
- * outside the mutex, before the predicate. */
+/* --- cond: the mutex's pairs (above) carry the predicate and the payload.
+ * cond's own are store-buffering pairs: the waiter's SC add to waiters and
+ * SC read of seq in sqf_cond_wait_step_, against the signal's and the
+ * broadcast's SC read of waiters and SC advance of seq (a signal between
+ * the waiter's unlock and its sleep is not lost).  The waiter checks the
+ * predicate under the mutex and sleeps; the signaller publishes it under
+ * the mutex and signals, then broadcasts (a signal may wake the waiter
+ * still short of its value).  The payload is written outside the mutex,
+ * before the predicate. */
 static sqf_cond cv;
 
 static void setup_cond(void)
@@ -90,8 +97,10 @@ static void body_cond(int id, void *arg)
     }
 }
 
-/* --- sem: release's REL RMW pairs with acquire's ACQ CAS; a consumer asleep
- * on the count is woken by the release. */
+/* --- sem: sqf_sem_release's REL CAS adding permits pairs with the ACQ CAS
+ * taking one (take, sqf_sem_acquire_step_); a consumer asleep on the count
+ * is woken by the release, and a second release continues the first's
+ * release sequence. */
 static sqf_sem sem;
 
 static void setup_sem(void)
@@ -115,8 +124,8 @@ static void body_sem(int id, void *arg)
     }
 }
 
-/* --- once: the runner's REL of DONE pairs with the late callers' ACQ
- * check, asleep or not. */
+/* --- once: finish_run's REL exchange setting DONE pairs with the callers'
+ * ACQ loads (sqf_once_run_until's check, before and after they sleep). */
 static sqf_once once;
 
 static int once_fn(void *arg)
@@ -141,8 +150,10 @@ static void body_once(int id, void *arg)
     EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC);
 }
 
-/* --- event, latch, countdown (one level word each): the opener's REL pairs
- * with the waiters' ACQ check, before and after they sleep. */
+/* --- event, latch, countdown (one level word each): the opener's release
+ * pairs with the waiters' ACQ check before and after they sleep:
+ * sqf_event_set's AR CAS with ev_load; the latch's count_down AR CAS with
+ * la_load; sqf_countdown_down_n's REL CAS with cd_load. */
 static sqf_event ev;
 static sqf_latch latch;
 static sqf_countdown cd;
@@ -195,8 +206,9 @@ static void body_countdown(int id, void *arg)
     }
 }
 
-/* --- barrier: every party's arrival (REL) must reach every party leaving
- * (ACQ), through the phase's last arrival and its wake-up; two phases. */
+/* --- barrier: every party's arrival (arrive's AR CAS) must reach every
+ * party leaving, through the last arrival's publish (REL CAS on the release
+ * word) and the sleepers' ACQ loads of it; two phases. */
 static sqf_barrier bar;
 
 static void setup_barrier(void)
@@ -217,8 +229,10 @@ static void body_barrier(int id, void *arg)
     }
 }
 
-/* --- rwlock: writers' REL unlock pairs with readers' and writers' ACQ
- * locks; a reader sees both halves of a write or neither. */
+/* --- rwlock: sqf_rwlock_wrunlock's REL CAS pairs with the readers' ACQ
+ * CASes (read_step) and the next writer's (sqf_rwlock_wrlock_step_); the
+ * last reader's REL CAS in rdunlock with the writer's ACQ.  A reader sees
+ * both halves of a write or neither. */
 static sqf_rwlock rw;
 
 static void setup_rw(void)
@@ -253,9 +267,11 @@ static const char *check_rw(void)
     return data[0].w == 2 ? NULL : "a write under the rwlock was lost (a stale read)";
 }
 
-/* --- queue: a push publishes the item and what was written before it; a
- * consumer asleep on an empty queue and a producer asleep on a full one
- * (capacity 1) are woken. */
+/* --- queue: ring_push's REL stamp store (publish) pairs with ring_pop's
+ * ACQ stamp load, and ring_pop's REL store freeing the slot with
+ * ring_push's ACQ load; a consumer asleep on an empty queue and a producer
+ * asleep on a full one (capacity 1) are woken through the SC fences of
+ * wake_side and queue_step against the sleep counts (store-buffering). */
 static sqf_queue q;
 
 static void setup_queue(void)
