@@ -34,6 +34,11 @@ PACKAGES=(
     python3-gevent python3-eventlet python3-greenlet
                                    # greenlets: the blocking methods wait in their hub (test_green.py)
     strace                         # test_mixed.py counts a wake-all's system calls
+    gcc-aarch64-linux-gnu          # the arm64 test configuration: a cross build for aarch64 ...
+    libc6-dev-arm64-cross          # ... against aarch64 glibc (only recommended by the compiler)
+    qemu-user                      # ... whose tests run under qemu-aarch64
+    liburing-dev:arm64             # ... with the io_uring backend built in (Debian's multiarch
+                                   # package: the arm64 architecture is added below)
     git ca-certificates
 )
 
@@ -50,10 +55,28 @@ if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>
     exit 1
 fi
 
+# Packages named NAME:ARCH are another architecture's (Debian multiarch): dpkg
+# must know that architecture before apt can find them.
+foreign=()
+for p in "${PACKAGES[@]}"; do
+    if [[ "$p" == *:* ]] && ! dpkg --print-foreign-architectures | grep -qx "${p#*:}" &&
+        [[ " ${foreign[*]} " != *" ${p#*:} "* ]]; then
+        foreign+=("${p#*:}")
+    fi
+done
+
+# A name without :ARCH matches every architecture's instance of a package:
+# only the native one (or an Architecture: all one) counts for it.
+native=$(dpkg --print-architecture)
 missing=()
 for p in "${PACKAGES[@]}"; do
-    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-    if [[ "$status" != "installed" ]]; then
+    if [[ "$p" == *:* ]]; then
+        want="${p#*:} installed"
+    else
+        want="($native|all) installed"
+    fi
+    if ! dpkg-query -W -f='${Architecture} ${db:Status-Status}\n' "$p" 2>/dev/null |
+        grep -qxE "$want"; then
         missing+=("$p")
     fi
 done
@@ -76,6 +99,10 @@ echo "deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # Wait for another apt/dpkg (a colleague's install) rather than failing on its lock.
 APT_OPTS=(-o DPkg::Lock::Timeout=600 -o Acquire::Retries=3)
+for a in "${foreign[@]}"; do
+    echo "deps.sh: adding the $a architecture (dpkg --add-architecture $a)"
+    "${SUDO[@]}" dpkg --add-architecture "$a"
+done
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" update -q
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install -y -q --no-install-recommends "${missing[@]}"
 echo "deps.sh: done"

@@ -5,6 +5,10 @@
  * "N passed, M failed" and exits non-zero if anything failed.
  * soak(n) scales an iteration count when SQF_SOAK is set in the environment
  * (SQF_SOAK=1 multiplies by 100, SQF_SOAK=k by k), so long soaks stay opt-in.
+ * SQF_SHORT=k divides it by k instead (leaving at least 1), for emulated
+ * runs (scripts/test.sh's arm64 configuration under qemu): every round and
+ * every check still runs, each on fewer iterations.  Watchdogs keep their
+ * full time under SQF_SHORT.
  */
 #ifndef SQF_TEST_CHECK_H
 #define SQF_TEST_CHECK_H
@@ -48,12 +52,23 @@ static inline int check_done(void)
     return check_failed_ ? 1 : 0;
 }
 
-static inline long soak(long n)
+/* n times the SQF_SOAK factor (1 when it is not set). */
+static inline long soak_up_(long n)
 {
     const char *s = getenv("SQF_SOAK");
     if (!s || !*s) return n;
     long k = atol(s);
     return n * (k > 1 ? k : 100);
+}
+
+static inline long soak(long n)
+{
+    const char *s = getenv("SQF_SOAK");
+    if (s && *s) return soak_up_(n);
+    s = getenv("SQF_SHORT");
+    long k = s ? atol(s) : 0;
+    if (k <= 1) return n;
+    return n / k > 0 ? n / k : 1;
 }
 
 /* Wait (10 s at most) until cond holds, then 20 ms more: for waiters that
@@ -83,7 +98,7 @@ static void watchdog_fire_(int sig)
 static inline void watchdog(unsigned seconds)
 {
     signal(SIGALRM, watchdog_fire_);
-    alarm((unsigned)soak((long)seconds));
+    alarm((unsigned)soak_up_((long)seconds));
 }
 
 /* Start n threads running fn(&args[i]) (args may be NULL: then fn(NULL)),

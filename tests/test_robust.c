@@ -237,7 +237,7 @@ int main(void)
 {
     watchdog(60);
     test_bad_input();
-    if (!SQF_TEST_SHARED_EXPECTED) { /* the portable backend has no robust list */
+    if (!SQF_TEST_ROBUST_EXPECTED) { /* no robust list: the portable backend, qemu-user */
         CHECK_EQ(sqf_robust_mutex_init(&m, SQF_PRIVATE), ENOTSUP);
         CHECK_EQ(sqf_robust_mutex_lock(&m), ENOTSUP);
         return check_done();
