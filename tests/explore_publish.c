@@ -272,12 +272,14 @@ static const char *check_rw(void)
  * ring_push's ACQ load; a consumer asleep on an empty queue and a producer
  * asleep on a full one (capacity 1) are woken through the SC fences of
  * wake_side and queue_step against the sleep counts (store-buffering). */
-static sqf_queue q;
+static _Alignas(64) char qmem[1024]; /* the queue and its slots (sqf_queue_bytes) */
+static sqf_queue *const q = (sqf_queue *)qmem;
 
 static void setup_queue(void)
 {
     clear_data();
-    sqf_queue_init(&q, 1, sizeof(int), SQF_PRIVATE);
+    if (sqf_queue_bytes(1, sizeof(int)) > sizeof qmem) abort();
+    sqf_queue_init(q, 1, sizeof(int), SQF_PRIVATE);
 }
 
 static void body_queue(int id, void *arg)
@@ -286,12 +288,12 @@ static void body_queue(int id, void *arg)
     if (id == 0) {
         for (int k = 0; k < 3; k++) {
             xv_set(&data[k], MAGIC);
-            EXPLORE_REQUIRE(sqf_queue_push(&q, &k) == 0);
+            EXPLORE_REQUIRE(sqf_queue_push(q, &k) == 0);
         }
     } else {
         for (int i = 0; i < (id == 1 ? 2 : 1); i++) {
             int k = -1;
-            EXPLORE_REQUIRE(sqf_queue_pop(&q, &k) == 0);
+            EXPLORE_REQUIRE(sqf_queue_pop(q, &k) == 0);
             EXPLORE_REQUIRE(k >= 0 && k < 3 && xv_get(&data[k]) == MAGIC);
         }
     }
@@ -299,7 +301,7 @@ static void body_queue(int id, void *arg)
 
 static const char *check_queue(void)
 {
-    return sqf_queue_destroy(&q) == 0 ? NULL : "the queue is left busy";
+    return sqf_queue_destroy(q) == 0 ? NULL : "the queue is left busy";
 }
 
 /* --- the loop driver's hand-over: a release wakes a loop's simulated
