@@ -51,8 +51,10 @@ struct sqf_wait_word {
  * it holds its expected value, until a wake on any of them dequeues this
  * thread, or the deadline passes.  Returns the index (>= 0) of a word whose
  * wake (or requeue-wake) dequeued it; -EAGAIN if a word did not hold its
- * value; -ETIMEDOUT; -EINTR for any other return; -ENOSYS if the kernel
- * cannot wait on several words (Linux < 5.16).
+ * value; -ETIMEDOUT; -EINTR for any other return; -ENOSYS if it cannot
+ * wait on these words: several words, one of them process-shared, where
+ * the kernel has no futex_waitv (Linux < 5.16; private words then sleep in
+ * the user-space table instead, table.h).
  *
  * The rule every caller must follow (Linux's futex_waitv):
  * - A sleeper can be woken through SEVERAL of its words before it runs:

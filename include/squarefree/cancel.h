@@ -33,8 +33,12 @@
  *   is handed to the waiter (an unlock_fair, a writer's turn, a permit, a
  *   signal): the call takes what was handed to it and returns 0, or
  *   passes it on before returning ECANCELED; it is never dropped.
- * - On Linux before 5.16 (no futex_waitv) a call that would have to sleep
- *   with a token returns ENOTSUP.
+ * - On Linux before 5.16 (no futex_waitv), and under emulators that lack
+ *   it (qemu-user), a call that must sleep with a token sleeps in the
+ *   library's user-space wait queue instead of the kernel's, with the same
+ *   results; a wake then also costs a look there while such a sleeper
+ *   exists.  With a process-shared primitive (SQF_SHARED) such a call
+ *   returns ENOTSUP: another process's wake-up would not reach it.
  *
  * Memory ordering: sqf_cancel_cancel is a release operation; a call that
  * returns ECANCELED because of it, and an is_cancelled that returns 1, are

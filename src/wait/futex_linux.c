@@ -7,7 +7,8 @@
  *
  * Wakes and requeues serve the kernel's queue first, then the user-space
  * futex of table.h, where event loops without io_uring park their waits
- * (loop.c); when nothing is parked there, that costs one fence and a load.
+ * (loop.c), and threads whose multi-word wait finds no futex_waitv; when
+ * nothing is parked there, that costs one fence and a load.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +51,21 @@ int sqf_wait(sqf_word *word, uint32_t expected, sqf_deadline deadline, bool shar
     }
 }
 
+/* Set once futex_waitv returned ENOSYS: the kernel has none (before 5.16,
+ * or an emulator such as qemu-user), and multi-word waits on private words
+ * sleep in the table instead (sqf_table_sleep), where every sqf_wake and
+ * sqf_requeue also looks while anyone is queued.  A process-shared word
+ * cannot go there (another process's wake reaches only the kernel's
+ * queue): such a wait returns -ENOSYS. */
+static sqf_word no_waitv;
+
+static int wait_in_table(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
+{
+    for (int i = 0; i < n; i++)
+        if (w[i].shared) return -ENOSYS;
+    return sqf_table_sleep(w, n, deadline);
+}
+
 int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
 {
     if (n == 1) {
@@ -57,6 +73,8 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
         return r == SQF_WAIT_WOKEN ? 0 : -r;
     }
     if (n < 1 || n > SQF_WAIT_MAX_WORDS) return -EINVAL;
+    /* RLX: a cache of what the kernel said; any thread may find it out again */
+    if (at_load(&no_waitv, RLX)) return wait_in_table(w, n, deadline);
     struct timespec ts, *tsp = NULL;
     if (deadline != SQF_FOREVER) {
         if (deadline <= sqf_now()) return -ETIMEDOUT;
@@ -80,7 +98,9 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
     case ETIMEDOUT:
         return -ETIMEDOUT;
     case ENOSYS:
-        return -ENOSYS;
+        /* RLX: a cache, as above */
+        at_store(&no_waitv, 1, RLX);
+        return wait_in_table(w, n, deadline);
     default:
         return -EINTR;
     }

@@ -1,9 +1,11 @@
 /* table.h: a futex in user space.  Queues of waiters keyed by word
  * address, each waiter on one or several words, with exact wake counts.
  *
- * Two kinds of waiter park here:
+ * Three kinds of waiter park here:
  * - the portable backend's threads (portable.c), which have no kernel
  *   futex to sleep on;
+ * - the futex backend's threads in a wait on several private words where
+ *   the kernel has no futex_waitv (Linux before 5.16, qemu-user);
  * - the waits of event loops that cannot use io_uring (loop.c's fallback):
  *   their "sleep" is a queue entry whose wake-up notifies the loop, so no
  *   thread sleeps per wait.  With the futex backend, sqf_wake and
@@ -78,6 +80,14 @@ int sqf_table_wake(sqf_word *word, int n);
 /* As sqf_requeue, on the table's waiters (the value check is atomic with
  * the table's queueing). */
 int sqf_table_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int nmove);
+
+/* Sleep the calling thread in the table on the n words, as sqf_wait_any
+ * does (wait.h), on a condition variable of its own that the wake which
+ * dequeues it signals: the portable backend's every wait, and the futex
+ * backend's multi-word waits where the kernel has no futex_waitv.  A
+ * waiter is counted by at most one wake (the case of wait.h's rule with one
+ * wake).  Never a cancellation point. */
+int sqf_table_sleep(const struct sqf_wait_word *w, int n, sqf_deadline deadline);
 
 /* Whether any waiter may be queued (an SC fence, then a load): the futex
  * backend calls this after changing a word and before deciding to skip
