@@ -123,7 +123,7 @@ static inline int64_t explore_drain(void)
     return explore_memory() == DSCHED_WEAK ? DSCHED_DRAIN_NS : 0;
 }
 
-static int explore(const struct explore_case *c)
+static inline int explore(const struct explore_case *c)
 {
     const char *only = getenv("SQF_EXPLORE_ONLY");
     if (only && !strstr(c->name, only)) return 0;

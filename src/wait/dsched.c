@@ -119,12 +119,24 @@ static void time_out(int i)
 
 /* Post r's completion (out of its queue); its owner's thread runs if it
  * awaits one. */
+/* What each completion published for its reaper (dsched_memory.c), by its
+ * done_seq: kept here, as a request (inside a loop's op) has no room for a
+ * clock.  A reap finds its entry overwritten only if more completions than
+ * this wait to be reaped at once. */
+#define POSTED 256
+static struct {
+    long seq;
+    uint32_t clock[DSCHED_MAX_THREADS];
+} posted[POSTED];
+
 static void complete(struct dsched_req *r, int res)
 {
     r->queued = false;
     r->done = true;
     r->res = res;
     r->done_seq = S.seq++;
+    posted[r->done_seq % POSTED].seq = r->done_seq;
+    memset(posted[r->done_seq % POSTED].clock, 0, sizeof posted[0].clock); /* a time-out's */
     if (r->thread < 0) return; /* submitted outside a run */
     struct dthread *t = &S.t[r->thread];
     if (t->state == T_BLOCKED && t->awaiting == r->owner) t->state = T_RUNNABLE;
@@ -374,7 +386,7 @@ int sqf_wait_any(const struct sqf_wait_word *w, int n, sqf_deadline deadline)
         /* Like futex_waitv: each word is checked and queued on its own, and
          * others run in between (they may wake the entries queued so far). */
         if (i > 0) sqf_dsched_point();
-        if (at_peek(w[i].word) != w[i].expected) {
+        if (dsched_memory_kernel_read_(w[i].word) != w[i].expected) {
             int r = t->woken >= 0 ? t->woken : -EAGAIN;
             t->nwords = 0;
             return r;
@@ -455,10 +467,13 @@ static void wake_one(int i, int j)
 /* A wake dequeues entry e and counts it. */
 static void wake_entry(const struct entry *e)
 {
-    if (e->req)
+    if (e->req) {
         complete(e->req, 0);
-    else
+        /* the waker's stores, for the reaper */
+        dsched_memory_publish_(posted[e->req->done_seq % POSTED].clock);
+    } else {
         wake_one(e->thread, e->j);
+    }
 }
 
 /* A yield is one more scheduling point (the simulated threads run one at a
@@ -492,7 +507,7 @@ int sqf_requeue(sqf_word *from, uint32_t expected, int nwake, sqf_word *to, int 
     if (self < 0 || !S.active) return -EINTR;
     sqf_dsched_point();
     dsched_memory_syscall_();
-    if (at_peek(from) != expected) return -EAGAIN;
+    if (dsched_memory_kernel_read_(from) != expected) return -EAGAIN;
     int woken = 0, moved = 0;
     struct entry e = {.seq = -1};
     while (woken < nwake && first_on(from, e.seq, &e)) {
@@ -529,7 +544,7 @@ void dsched_submit(struct dsched_req *r, const void *owner, uint64_t user_data,
     S.reqs = r;
     if (self < 0 || !S.active) {
         complete(r, -EINVAL);
-    } else if (at_peek(w->word) != w->expected) {
+    } else if (dsched_memory_kernel_read_(w->word) != w->expected) {
         complete(r, -EAGAIN);
     } else {
         r->word = w->word;
@@ -541,7 +556,6 @@ void dsched_submit(struct dsched_req *r, const void *owner, uint64_t user_data,
 void dsched_cancel(struct dsched_req *r)
 {
     sqf_dsched_point();
-    dsched_memory_syscall_();
     if (r->queued) complete(r, -ECANCELED);
 }
 
@@ -556,9 +570,12 @@ static struct dsched_req *completion(const void *owner)
 struct dsched_req *dsched_reap(const void *owner)
 {
     sqf_dsched_point();
-    dsched_memory_syscall_(); /* the completion queue's acquire of the kernel's post */
     struct dsched_req *r = completion(owner);
     if (!r) return NULL;
+    /* The completion queue's acquire of the kernel's post. */
+    if (posted[r->done_seq % POSTED].seq != r->done_seq)
+        dsched_fail_("memory model: over %s completions waiting to be reaped", "256");
+    dsched_memory_acquire_(posted[r->done_seq % POSTED].clock);
     for (struct dsched_req **p = &S.reqs; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;

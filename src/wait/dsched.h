@@ -120,5 +120,14 @@ int64_t dsched_clock_(void);   /* the simulated clock, without a scheduling poin
 _Noreturn void dsched_fail_(const char *fmt, const char *detail); /* ends the run, failed */
 void dsched_memory_start_(int nthreads, bool weak); /* every thread sees memory as it is */
 void dsched_memory_syscall_(void); /* a system call of the wait seam: a seq_cst fence */
+/* The simulated kernel's read of a futex word: after its fence, any store
+ * the calling thread may see, as a CPU's load after smp_mb() may miss a
+ * store still in another CPU's store buffer. */
+uint32_t dsched_memory_kernel_read_(sqf_word *w);
+/* A request's completion publishes the completing thread's clock, and the
+ * reap that takes it acquires it (the completion queue's release and
+ * acquire); neither is a fence. */
+void dsched_memory_publish_(uint32_t *clock);
+void dsched_memory_acquire_(const uint32_t *clock);
 
 #endif

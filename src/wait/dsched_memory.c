@@ -15,44 +15,52 @@
  *   for a read-modify-write also what the store it replaces published (a
  *   release sequence continues through RMWs).
  * - Each thread has a vector clock (what happens before its next step).
- *   A store is visible to it once the store happens before it, or once it
- *   is DSCHED_DRAIN_NS old (it has left every store buffer), and it may
- *   then never read an older one; nor one older than a store it has
+ *   A store is visible to it once the store, or a read of it, happens
+ *   before it (read-read coherence carries along happens-before), or once
+ *   it is DSCHED_DRAIN_NS old (it has left every store buffer); the thread
+ *   may then never read an older one, nor one older than a store it has
  *   already read or written there (coherence).  Among the rest the
  *   schedule's seed chooses: the newest half the time, otherwise any.
  * - An acquire load joins the clock its store published into the thread's
  *   clock (synchronizes-with); a relaxed load keeps it for the thread's next
  *   acquire fence.  A release fence snapshots the clock for later relaxed
  *   stores.
- * - A seq_cst fence is an acquire-release fence that also joins and
- *   publishes one global clock: of two such fences, the later one sees all
- *   the earlier one did (the store-buffering shape is then forbidden).  A
- *   seq_cst load, store or RMW is that fence followed by the acquire,
- *   release or acq_rel operation: two seq_cst operations are thereby
- *   ordered, but a seq_cst RMW does not order a later relaxed load (as
- *   C11, and arm64 with LL/SC, do not).
+ * - seq_cst: one total order S, the order the operations run in.  A
+ *   seq_cst fence is an acquire-release fence that also joins and publishes
+ *   one global clock: of two such fences, the later sees all the earlier
+ *   did.  A seq_cst load reads nothing older than the last seq_cst access
+ *   to its word, nor than a store sequenced before an earlier seq_cst
+ *   fence; a seq_cst access before a fence in S bounds the fencing thread's
+ *   later reads of that word.  A seq_cst access is no fence: it orders
+ *   nothing else of its thread (store-buffering with relaxed stores and
+ *   seq_cst loads is allowed, as in C11 and on arm64).
  * - A read-modify-write (and a CAS that succeeds) reads the newest store.
  *   A CAS fails on an older store only when its value differs from the
  *   expected one: a strong CAS never fails spuriously.
- * - A system call of the wait seam (wait, wake, requeue, and the simulated
- *   io_uring's submit, cancel and reap) is a seq_cst fence, as the kernel's
- *   futex code is (its smp_mb() between queueing a waiter and reading the
- *   word, and between a waker's store and its look for waiters), and the
- *   kernel reads the newest value of a word.
+ * - The wait seam's system calls (wait, its return, wake, requeue, and the
+ *   simulated io_uring's submit) are seq_cst fences, as the kernel's futex
+ *   code is (its smp_mb() between queueing a waiter and reading the word,
+ *   and between a waker's store and its look for waiters).  The kernel's
+ *   read of a futex word, after that fence, may still miss a store that
+ *   another CPU has not drained.  A request's completion publishes its
+ *   waker's clock and the reap acquires it (the completion queue's release
+ *   and acquire); a cancel is no fence.
  *
  * What it does not model: a load reading a store that comes later in its
  * own thread's future (load buffering, which arm64 allows); the order of
  * stores to different locations beyond what the clocks force (the
- * modification order is the order stores run in); mixed-size accesses (a
- * 64-bit word and its 32-bit half are separate locations: only the futex
- * reads a half, and it reads memory).  A write that bypasses this file (a
- * plain store, an initialization) is noticed at the location's next atomic
- * access, because memory then differs from the newest store: it becomes a
- * new store that every thread sees.
+ * modification order is the order stores run in).  A 32-bit futex word
+ * that is the low half of a 64-bit word (at_low_half) is read as that
+ * word's low bits on a little-endian machine; no atomic operation touches
+ * a half.  A write that bypasses this file (a plain store, an
+ * initialization) is noticed at the location's next atomic access, because
+ * memory then differs from the newest store: it becomes a new store that
+ * every thread sees.
  *
- * Memory always holds the newest store, so code that reads it directly (the
- * simulated futex, a test's check after the run) sees what a quiescent
- * machine would. */
+ * Memory always holds the newest store, so code that reads it directly (a
+ * test's check after the run) sees what a quiescent machine would.
+ * tests/explore_litmus.c checks the model against the classic litmus
+ * shapes, both ways. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -72,12 +80,14 @@ struct dm_store {
     uint32_t epoch; /* its thread's clock entry at the store */
     int64_t at;     /* the simulated time of the store */
     dm_clock pub;   /* what an acquire load of it synchronizes with */
+    dm_clock rd;    /* rd[r]: thread r's clock entry at its first read of it, 0 if none */
 };
 
 struct dm_loc {
     void *addr;
     int size;
     uint32_t last;                    /* ts of the newest store */
+    uint32_t sc;                      /* the newest ts a seq_cst access wrote or read */
     struct dm_store hist[DM_HISTORY]; /* hist[ts % DM_HISTORY] */
 };
 
@@ -95,7 +105,7 @@ static struct {
     struct dm_loc loc[DM_LOCATIONS];
     uint32_t seen[DSCHED_MAX_THREADS][DM_LOCATIONS];
     struct dm_thread t[DSCHED_MAX_THREADS];
-    dm_clock sc;                 /* the seq_cst fences' clock */
+    dm_clock fences;             /* the seq_cst fences' clock */
     int index[2 * DM_LOCATIONS]; /* open addressing over loc[], -1 empty */
 } M;
 
@@ -104,7 +114,7 @@ void dsched_memory_start_(int nthreads, bool weak)
     M.weak = weak;
     M.nthreads = nthreads;
     M.nloc = 0;
-    memset(M.sc, 0, sizeof M.sc);
+    memset(M.fences, 0, sizeof M.fences);
     memset(M.t, 0, sizeof M.t);
     memset(M.seen, 0, sizeof M.seen);
     for (int i = 0; i < 2 * DM_LOCATIONS; i++)
@@ -171,39 +181,58 @@ static int locate(void *p, int size)
     l->addr = p;
     l->size = size;
     l->last = 0;
+    l->sc = 0;
     seen_by_all(l, mem_read(p, size));
     return i;
 }
 
-/* Must thread t see store s (or a newer one)?  If s happened before its
- * next step, or has drained to every CPU. */
-static bool visible(const struct dm_store *s, const struct dm_thread *t)
+/* Has store s happened before a point whose clock is clk, or drained to
+ * every CPU?  Then a load there may read nothing older.  It has happened
+ * before if it did itself, or a read of it did (read-read coherence
+ * carries along happens-before too). */
+static bool visible(const struct dm_store *s, const uint32_t *clk)
 {
-    return s->thread < 0 || s->epoch <= t->clk[s->thread] ||
-           dsched_clock_() - s->at >= DSCHED_DRAIN_NS;
+    if (s->thread < 0 || s->epoch <= clk[s->thread]) return true;
+    for (int r = 0; r < M.nthreads; r++)
+        if (s->rd[r] && s->rd[r] <= clk[r]) return true;
+    return dsched_clock_() - s->at >= DSCHED_DRAIN_NS;
 }
 
-/* The oldest ts thread t may still read at location i. */
-static uint32_t floor_of(int i, int self)
+/* The oldest ts thread self may still read at location i: not older than
+ * what it read or wrote there, nor than a store visible to it; for a
+ * seq_cst load, nor than the last seq_cst access there, nor than a store
+ * sequenced before a seq_cst fence (all of which precede it in S). */
+static uint32_t floor_of(int i, int self, bool sc)
 {
     struct dm_loc *l = &M.loc[i];
     struct dm_thread *t = &M.t[self];
     uint32_t lo = t->seen[i];
+    if (sc && l->sc > lo) lo = l->sc;
     uint32_t oldest = l->last >= DM_HISTORY ? l->last - DM_HISTORY + 1 : 1;
-    for (uint32_t ts = l->last; ts >= oldest && ts > lo; ts--)
-        if (visible(&l->hist[ts % DM_HISTORY], t)) {
+    for (uint32_t ts = l->last; ts >= oldest && ts > lo; ts--) {
+        const struct dm_store *s = &l->hist[ts % DM_HISTORY];
+        if (visible(s, t->clk) || (sc && visible(s, M.fences))) {
             lo = ts;
             break;
         }
+    }
     return lo > oldest ? lo : oldest;
 }
 
-static void fence_sc(struct dm_thread *t)
+/* A seq_cst fence: acquire and release, and one total order S over all
+ * such fences, modelled as one clock they all join and publish (of two
+ * fences the later sees what came before the earlier).  A seq_cst access
+ * before it in S is coherence-ordered before this thread's later reads of
+ * its word. */
+static void fence_sc(int self)
 {
+    struct dm_thread *t = &M.t[self];
     join(t->clk, t->acq);
-    join(t->clk, M.sc);
-    memcpy(M.sc, t->clk, sizeof M.sc);
+    join(t->clk, M.fences);
+    memcpy(M.fences, t->clk, sizeof M.fences);
     memcpy(t->rel, t->clk, sizeof t->rel);
+    for (int i = 0; i < M.nloc; i++)
+        if (M.loc[i].sc > t->seen[i]) t->seen[i] = M.loc[i].sc;
 }
 
 static bool is_acquire(memory_order mo)
@@ -218,20 +247,22 @@ static bool is_release(memory_order mo)
 }
 
 /* Thread self reads store s of location i with ordering mo. */
-static uint64_t take(int self, int i, const struct dm_store *s, memory_order mo)
+static uint64_t take(int self, int i, struct dm_store *s, memory_order mo)
 {
     struct dm_thread *t = &M.t[self];
     if (s->ts > t->seen[i]) t->seen[i] = s->ts;
+    if (!s->rd[self]) s->rd[self] = t->clk[self];
+    if (mo == memory_order_seq_cst && s->ts > M.loc[i].sc) M.loc[i].sc = s->ts;
     join(is_acquire(mo) ? t->clk : t->acq, s->pub);
     return s->val;
 }
 
 /* What thread self's load of location i reads: the seed's choice among the
  * stores it may see. */
-static const struct dm_store *choose(int self, int i)
+static struct dm_store *choose(int self, int i, memory_order mo)
 {
     struct dm_loc *l = &M.loc[i];
-    uint32_t lo = floor_of(i, self);
+    uint32_t lo = floor_of(i, self, mo == memory_order_seq_cst);
     if (lo >= l->last || dsched_random_() % 2 == 0) return newest(l);
     uint32_t ts = lo + (uint32_t)(dsched_random_() % (l->last - lo + 1));
     return &l->hist[ts % DM_HISTORY];
@@ -253,20 +284,20 @@ static void put(int self, int i, uint64_t v, memory_order mo, const struct dm_st
     s->epoch = t->clk[self];
     s->at = dsched_clock_();
     memcpy(s->pub, pub, sizeof pub);
+    memset(s->rd, 0, sizeof s->rd);
     t->seen[i] = s->ts;
+    if (mo == memory_order_seq_cst) l->sc = s->ts;
     mem_write(l->addr, l->size, v);
 }
 
 /* The model's view of the calling thread, after its scheduling point: -1
  * when the run is sequentially consistent or not running. */
-static int enter(memory_order mo)
+static int enter(void)
 {
     sqf_dsched_point();
     int self = dsched_self_();
     if (self < 0 || !M.weak) return -1;
-    struct dm_thread *t = &M.t[self];
-    t->clk[self]++; /* each step is a new event of this thread */
-    if (mo == memory_order_seq_cst) fence_sc(t);
+    M.t[self].clk[self]++; /* each step is a new event of this thread */
     return self;
 }
 
@@ -279,17 +310,17 @@ static memory_order order_of_load(memory_order mo)
 
 uint64_t sqf_dsched_load(void *p, int size, memory_order mo)
 {
-    int self = enter(mo);
+    int self = enter();
     if (self < 0)
         return size == 4 ? atomic_load_explicit((_Atomic uint32_t *)p, mo)
                          : atomic_load_explicit((_Atomic uint64_t *)p, mo);
     int i = locate(p, size);
-    return take(self, i, choose(self, i), mo);
+    return take(self, i, choose(self, i, mo), mo);
 }
 
 void sqf_dsched_store(void *p, int size, uint64_t v, memory_order mo)
 {
-    int self = enter(mo);
+    int self = enter();
     if (self < 0) {
         if (size == 4)
             atomic_store_explicit((_Atomic uint32_t *)p, (uint32_t)v, mo);
@@ -319,7 +350,7 @@ static uint64_t apply(enum sqf_dsched_rmw op, uint64_t old, uint64_t v)
 
 uint64_t sqf_dsched_rmw(void *p, int size, enum sqf_dsched_rmw op, uint64_t v, memory_order mo)
 {
-    int self = enter(mo);
+    int self = enter();
     if (self < 0) {
         /* One thread runs at a time (dsched.c): a read and a write are one RMW. */
         uint64_t old = mem_read(p, size);
@@ -337,7 +368,7 @@ uint64_t sqf_dsched_rmw(void *p, int size, enum sqf_dsched_rmw op, uint64_t v, m
 
 bool sqf_dsched_cas(void *p, int size, uint64_t *expected, uint64_t desired, memory_order mo)
 {
-    int self = enter(mo);
+    int self = enter();
     memory_order fail = at_cas_fail(mo);
     if (self < 0) {
         if (size == 4) {
@@ -352,7 +383,7 @@ bool sqf_dsched_cas(void *p, int size, uint64_t *expected, uint64_t desired, mem
     }
     int i = locate(p, size);
     struct dm_loc *l = &M.loc[i];
-    const struct dm_store *s = choose(self, i);
+    struct dm_store *s = choose(self, i, fail);
     if (s->val == *expected) s = newest(l); /* only the newest can say "equal" */
     if (s->val != *expected) {
         *expected = take(self, i, s, fail);
@@ -365,14 +396,14 @@ bool sqf_dsched_cas(void *p, int size, uint64_t *expected, uint64_t desired, mem
 
 void sqf_dsched_fence(memory_order mo)
 {
-    int self = enter(memory_order_relaxed);
+    int self = enter();
     if (self < 0) {
         atomic_thread_fence(mo);
         return;
     }
     struct dm_thread *t = &M.t[self];
     if (mo == memory_order_seq_cst) {
-        fence_sc(t);
+        fence_sc(self);
         return;
     }
     if (is_acquire(mo)) join(t->clk, t->acq);
@@ -384,6 +415,30 @@ void dsched_memory_syscall_(void)
     int self = dsched_self_();
     if (self >= 0 && M.weak) {
         M.t[self].clk[self]++;
-        fence_sc(&M.t[self]);
+        fence_sc(self);
     }
+}
+
+uint32_t dsched_memory_kernel_read_(sqf_word *w)
+{
+    int self = dsched_self_();
+    if (self < 0 || !M.weak) return at_peek(w);
+    /* A futex word may be the low half of a 64-bit word (at_low_half): at
+     * the same address on a little-endian machine, where the location is
+     * the whole word and its low 32 bits are the half. */
+    int i = locate(w, 4);
+    return (uint32_t)take(self, i, choose(self, i, memory_order_relaxed), memory_order_relaxed);
+}
+
+void dsched_memory_publish_(uint32_t *clock)
+{
+    int self = dsched_self_();
+    memset(clock, 0, sizeof(dm_clock));
+    if (self >= 0 && M.weak) memcpy(clock, M.t[self].clk, sizeof(dm_clock));
+}
+
+void dsched_memory_acquire_(const uint32_t *clock)
+{
+    int self = dsched_self_();
+    if (self >= 0 && M.weak) join(M.t[self].clk, clock);
 }
