@@ -23,6 +23,18 @@
 static explore_var data[SLOTS], counter;
 static const uint32_t MAGIC = 0x5eed;
 
+/* Half the schedules take a case's other path (a try or timed form, a
+ * waker outside the lock), chosen by the seed so that a replay takes it
+ * again. */
+static bool other_path(void)
+{
+    return explore_seed >> 3 & 1;
+}
+
+/* A try form spins at most this many times, then blocks: a spinner with
+ * PCT's highest priority would never let its waker run. */
+#define SPINS 6
+
 static void clear_data(void)
 {
     for (int i = 0; i < SLOTS; i++)
@@ -61,14 +73,15 @@ static const char *check_mutex(void)
 }
 
 /* --- cond: the mutex's pairs (above) carry the predicate and the payload.
- * cond's own are store-buffering pairs: the waiter's SC add to waiters and
- * SC read of seq in sqf_cond_wait_step_, against the signal's and the
- * broadcast's SC read of waiters and SC advance of seq (a signal between
- * the waiter's unlock and its sleep is not lost).  The waiter checks the
- * predicate under the mutex and sleeps; the signaller publishes it under
- * the mutex and signals, then broadcasts (a signal may wake the waiter
- * still short of its value).  The payload is written outside the mutex,
- * before the predicate. */
+ * The waiter checks the predicate under the mutex and sleeps; the
+ * signaller publishes it under the mutex and signals, then broadcasts (a
+ * signal may wake the waiter still short of its value), under the mutex;
+ * or, on the other path, broadcasts once after unlocking it.  cond's own
+ * store-buffering pairs (the waiter's SC add to waiters and SC read of seq
+ * in sqf_cond_wait_step_, against the signal's and broadcast's SC read of
+ * waiters and SC advance of seq) are ordered here by the mutex as well:
+ * whoever changes the predicate under it acquires the waiter's count-in,
+ * so weakening them is not caught by this case. */
 static sqf_cond cv;
 
 static void setup_cond(void)
@@ -80,7 +93,16 @@ static void setup_cond(void)
 static void body_cond(int id, void *arg)
 {
     (void)arg;
-    if (id == 0) {
+    if (id == 0 && other_path()) {
+        /* One broadcast after unlocking: nothing later rescues a waiter
+         * that it misses. */
+        xv_set(&data[1], MAGIC + 1);
+        xv_set(&data[2], MAGIC + 2);
+        EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
+        xv_set(&counter, 2);
+        EXPLORE_REQUIRE(sqf_mutex_unlock(&mu) == 0);
+        EXPLORE_REQUIRE(sqf_cond_broadcast(&cv) == 0);
+    } else if (id == 0) {
         for (int k = 1; k <= 2; k++) {
             xv_set(&data[k], MAGIC + (uint32_t)k);
             EXPLORE_REQUIRE(sqf_mutex_lock(&mu) == 0);
@@ -118,6 +140,12 @@ static void body_sem(int id, void *arg)
             dsched_yield();
             EXPLORE_REQUIRE(sqf_sem_release(&sem, 1) == 0);
         }
+    } else if (id == 2 && other_path()) { /* sqf_sem_tryacquire_n's ACQ CAS */
+        unsigned taken = 0;
+        for (int k = 0; k < SPINS && sqf_sem_tryacquire_n(&sem, 1, &taken) != 0; k++)
+            dsched_yield();
+        if (taken == 0) EXPLORE_REQUIRE(sqf_sem_acquire(&sem) == 0);
+        EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC);
     } else {
         EXPLORE_REQUIRE(sqf_sem_acquire(&sem) == 0);
         EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC); /* written before any permit */
@@ -144,9 +172,16 @@ static void setup_once(void)
 
 static void body_once(int id, void *arg)
 {
-    (void)id;
     (void)arg;
-    EXPLORE_REQUIRE(sqf_once_run(&once, once_fn, NULL) == 0);
+    if (id == 2 && other_path()) { /* sqf_once_done's ACQ: 1 means fn's writes are visible */
+        for (int k = 0; k < SPINS && !sqf_once_done(&once); k++)
+            dsched_yield();
+        if (!sqf_once_done(&once)) EXPLORE_REQUIRE(sqf_once_run(&once, once_fn, NULL) == 0);
+    } else if (id == 1 && other_path()) {
+        EXPLORE_REQUIRE(sqf_once_timedrun(&once, once_fn, NULL, sqf_after(SQF_SEC)) == 0);
+    } else {
+        EXPLORE_REQUIRE(sqf_once_run(&once, once_fn, NULL) == 0);
+    }
     EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC);
 }
 
@@ -173,6 +208,14 @@ static void body_event(int id, void *arg)
     if (id == 0) {
         xv_set(&data[0], MAGIC);
         EXPLORE_REQUIRE(sqf_event_set(&ev) == 0);
+    } else if (other_path() && id == 1) { /* sqf_event_is_set's ACQ */
+        for (int k = 0; k < SPINS && !sqf_event_is_set(&ev); k++)
+            dsched_yield();
+        if (!sqf_event_is_set(&ev)) EXPLORE_REQUIRE(sqf_event_wait(&ev) == 0);
+        EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC);
+    } else if (other_path()) {
+        EXPLORE_REQUIRE(sqf_event_timedwait(&ev, sqf_after(SQF_SEC)) == 0);
+        EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC);
     } else {
         EXPLORE_REQUIRE(sqf_event_wait(&ev) == 0);
         EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC);
@@ -188,6 +231,11 @@ static void body_latch(int id, void *arg)
     if (id < 2) {
         xv_set(&data[id], MAGIC);
         EXPLORE_REQUIRE(sqf_latch_count_down(&latch, 1) == 0);
+    } else if (other_path()) { /* sqf_latch_try_wait's ACQ */
+        for (int k = 0; k < SPINS && sqf_latch_try_wait(&latch) != 0; k++)
+            dsched_yield();
+        if (sqf_latch_try_wait(&latch) != 0) EXPLORE_REQUIRE(sqf_latch_wait(&latch) == 0);
+        EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC && xv_get(&data[1]) == MAGIC);
     } else {
         EXPLORE_REQUIRE(sqf_latch_wait(&latch) == 0);
         EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC && xv_get(&data[1]) == MAGIC);
@@ -200,6 +248,12 @@ static void body_countdown(int id, void *arg)
     if (id < 2) {
         xv_set(&data[id], MAGIC);
         EXPLORE_REQUIRE(sqf_countdown_down(&cd) == 0);
+    } else if (other_path()) { /* sqf_countdown_value's ACQ */
+        unsigned v = 1;
+        for (int k = 0; k < SPINS && sqf_countdown_value(&cd, &v) == 0 && v != 0; k++)
+            dsched_yield();
+        if (v != 0) EXPLORE_REQUIRE(sqf_countdown_wait(&cd) == 0);
+        EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC && xv_get(&data[1]) == MAGIC);
     } else {
         EXPLORE_REQUIRE(sqf_countdown_wait(&cd) == 0);
         EXPLORE_REQUIRE(xv_get(&data[0]) == MAGIC && xv_get(&data[1]) == MAGIC);
@@ -245,7 +299,14 @@ static void body_rw(int id, void *arg)
 {
     (void)arg;
     if (id < 2) {
-        EXPLORE_REQUIRE(sqf_rwlock_wrlock(&rw) == 0);
+        if (id == 1 && other_path()) { /* sqf_rwlock_trywrlock's ACQ CAS */
+            int r = EBUSY;
+            for (int k = 0; k < SPINS && (r = sqf_rwlock_trywrlock(&rw)) != 0; k++)
+                dsched_yield();
+            if (r != 0) EXPLORE_REQUIRE(sqf_rwlock_wrlock(&rw) == 0);
+        } else {
+            EXPLORE_REQUIRE(sqf_rwlock_wrlock(&rw) == 0);
+        }
         uint32_t c = xv_get(&data[0]);
         dsched_yield();
         xv_set(&data[0], c + 1);
