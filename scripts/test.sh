@@ -11,7 +11,8 @@
 #   release    gcc, Release, futex wait backend, -Werror; the whole CTest suite
 #   asan       clang, ASan+UBSan (SQF_SANITIZE=address); the whole suite
 #   tsan       clang, TSan (SQF_SANITIZE=thread); the whole suite
-#   portable   gcc, the portable pthread wait backend; the whole suite
+#   portable   gcc, the portable pthread wait backend; the suite but the scheduler's
+#              tests (explore, weak, fuzz: they do not use the backend)
 #   warnings   clang, Debug, -Werror: everything builds without a warning
 #   install    cmake --install of `release` into a prefix, then consumers built
 #              through pkg-config, through find_package, and as C++ (g++)
@@ -119,7 +120,8 @@ run_ctest() {
     local name=$1 dir=$2
     shift 2
     local log="$OUT/$name.log"
-    (cd "$dir" && "$@" ctest --output-on-failure --no-tests=error -j "$JOBS") 2>&1 | tee "$log"
+    (cd "$dir" && "$@" ctest --output-on-failure --no-tests=error -j "$JOBS" \
+        ${CTEST_EXCLUDE:+-LE "$CTEST_EXCLUDE"}) 2>&1 | tee "$log"
     if grep -q "The following tests did not run" "$log"; then
         echo "test.sh: $name: some tests were skipped or not run (see above); tests must not be skipped" >&2
         return 1
@@ -221,11 +223,14 @@ config_tsan() {
 }
 
 config_portable() {
-    header portable "gcc, portable wait backend (SQF_WAIT_BACKEND=portable); all tests"
+    header portable "gcc, portable wait backend (SQF_WAIT_BACKEND=portable); all tests but the scheduler's"
     local dir="$OUT/portable"
     configure_build "$dir" -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DSQF_WAIT_BACKEND=portable
-    run_ctest portable "$dir"
+    # The explore, weak and fuzz tests run on the deterministic scheduler's
+    # own wait seam, whatever the backend: the release build runs them
+    # with gcc, and here they would run the same code again.
+    CTEST_EXCLUDE='explore|weak|fuzz' run_ctest portable "$dir"
     passed "$ctest_result"
 }
 
