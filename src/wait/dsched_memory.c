@@ -123,6 +123,8 @@ void dsched_memory_start_(int nthreads, bool weak)
         M.t[i].seen = M.seen[i];
 }
 
+/* RLX in both: memory only mirrors the model's newest store, and only one
+ * thread runs at a time (the scheduler's semaphores order them). */
 static uint64_t mem_read(const void *p, int size)
 {
     if (size == 4) return atomic_load_explicit((_Atomic uint32_t *)p, memory_order_relaxed);
