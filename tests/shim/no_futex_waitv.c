@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <sys/syscall.h>
 
 long syscall(long n, ...)
@@ -23,7 +24,13 @@ long syscall(long n, ...)
         errno = ENOSYS;
         return -1;
     }
-    static long (*real)(long, ...);
-    if (!real) real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-    return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+    /* Looked up at the first call, by whichever thread makes it: an atomic,
+     * so that two threads that both look it up race benignly. */
+    static _Atomic(void *) real;
+    void *f = atomic_load_explicit(&real, memory_order_acquire);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, "syscall");
+        atomic_store_explicit(&real, f, memory_order_release);
+    }
+    return ((long (*)(long, ...))f)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
