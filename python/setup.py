@@ -10,6 +10,8 @@ environment, offline, with:
 """
 import glob
 import os
+import platform
+import sysconfig
 
 from setuptools import Extension, setup
 
@@ -27,7 +29,10 @@ LIB = CORE + ["loop.c", "loop/split.c", "loop/uring.c", "loop/fallback.c",
 # The io_uring loop backend, when liburing's headers and static library are
 # there (Debian: liburing-dev), linked in statically as the rest; without
 # them asyncio's waits use the fallback backend, which works on any kernel.
-URING_A = sorted(glob.glob("/usr/lib/*/liburing.a") + glob.glob("/usr/lib/liburing.a")
+# Only this machine's own: with Debian multiarch, another architecture's
+# (liburing-dev:arm64, for a cross build) sits beside it in /usr/lib/<triplet>.
+TRIPLET = sysconfig.get_config_var("MULTIARCH") or platform.machine() + "-linux-gnu"
+URING_A = sorted(glob.glob("/usr/lib/%s/liburing.a" % TRIPLET) + glob.glob("/usr/lib/liburing.a")
                  + glob.glob("/usr/local/lib/liburing.a"))
 URING = os.path.exists("/usr/include/liburing.h") and bool(URING_A) \
     and os.environ.get("SQF_PY_URING", "1") != "0"
