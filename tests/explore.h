@@ -103,6 +103,13 @@ static long explore_budget(long dflt)
     return n > 0 ? n : dflt / EXPLORE_SCALE / share;
 }
 
+/* A schedule's PCT depth from its seed: odd seeds uniformly random (0),
+ * even ones PCT with depth 1 to 3. */
+static inline int explore_pct_depth(uint64_t seed)
+{
+    return seed % 2 ? 0 : 1 + (int)(seed / 2 % 3);
+}
+
 /* The memory model the cases run under: SQF_EXPLORE_MEMORY=weak, or
  * sequential consistency. */
 static int explore_memory(void)
@@ -135,7 +142,7 @@ static inline int explore(const struct explore_case *c)
     for (long k = 0; k < n; k++) {
         uint64_t seed = replay ? strtoull(replay, NULL, 0) : 0x5eed0000u + (uint64_t)k;
         struct dsched_opts o = {0, 200000, explore_spurious_rate, c->timeout_rate, memory};
-        o.pct_depth = seed % 2 ? 0 : 1 + (int)(seed / 2 % 3);
+        o.pct_depth = explore_pct_depth(seed);
         explore_violation = NULL;
         explore_seed = seed;
         if (c->setup) c->setup();

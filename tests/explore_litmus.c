@@ -28,61 +28,41 @@ struct shape {
     bool allowed;          /* by C11 (and arm64) */
 };
 
-/* MP: data, then a release flag; an acquire of the flag sees the data. */
-static void mp_rel_acq(int id, void *arg)
+/* MP: data, then a flag; a reader of the flag then reads the data.  The
+ * flag's store and load orderings, release and acquire fences around them,
+ * and a seq_cst load of another word between the reader's two loads. */
+static void mp(memory_order st, memory_order ld, bool fences, bool sc_between, int id)
 {
-    (void)arg;
     if (id == 0) {
         at_store(&data, 1, RLX);
-        at_store(&flag, 1, REL);
+        if (fences) at_fence(REL);
+        at_store(&flag, 1, st);
     } else {
-        r[0] = at_load(&flag, ACQ);
+        r[0] = at_load(&flag, ld);
+        if (fences) at_fence(ACQ);
+        if (sc_between) (void)at_load(&z, SC);
         r[1] = at_load(&data, RLX);
     }
 }
-
-/* MP with relaxed flag accesses: nothing orders the data. */
-static void mp_rlx(int id, void *arg)
+static void mp_rel_acq(int id, void *arg) /* an acquire of the flag sees the data */
 {
     (void)arg;
-    if (id == 0) {
-        at_store(&data, 1, RLX);
-        at_store(&flag, 1, RLX);
-    } else {
-        r[0] = at_load(&flag, RLX);
-        r[1] = at_load(&data, RLX);
-    }
+    mp(REL, ACQ, false, false, id);
 }
-
-/* MP through fences: release fence before a relaxed flag store, acquire
- * fence after a relaxed flag load. */
-static void mp_fences(int id, void *arg)
+static void mp_rlx(int id, void *arg) /* nothing orders the data */
 {
     (void)arg;
-    if (id == 0) {
-        at_store(&data, 1, RLX);
-        at_fence(REL);
-        at_store(&flag, 1, RLX);
-    } else {
-        r[0] = at_load(&flag, RLX);
-        at_fence(ACQ);
-        r[1] = at_load(&data, RLX);
-    }
+    mp(RLX, RLX, false, false, id);
 }
-
-/* MP with a relaxed flag load and an unrelated seq_cst load in between:
- * a seq_cst load is no acquire fence. */
-static void mp_sc_between(int id, void *arg)
+static void mp_fences(int id, void *arg) /* relaxed flag, fences around it */
 {
     (void)arg;
-    if (id == 0) {
-        at_store(&data, 1, RLX);
-        at_store(&flag, 1, REL);
-    } else {
-        r[0] = at_load(&flag, RLX);
-        (void)at_load(&z, SC);
-        r[1] = at_load(&data, RLX);
-    }
+    mp(RLX, RLX, true, false, id);
+}
+static void mp_sc_between(int id, void *arg) /* a seq_cst load is no acquire fence */
+{
+    (void)arg;
+    mp(REL, RLX, false, true, id);
 }
 
 /* A release sequence: an RMW between the release store and the acquire
@@ -253,7 +233,7 @@ int main(void)
             x = y = z = data = flag = 0;
             memset(r, 0, sizeof r);
             struct dsched_opts o = {0, 10000, 0, 0, memory};
-            o.pct_depth = seed % 2 ? 0 : 1 + (int)(seed / 2 % 3);
+            o.pct_depth = explore_pct_depth(seed);
             struct dsched_result res = dsched_run(sh->threads, sh->body, NULL, seed, &o);
             if (res.failed) {
                 fprintf(stderr, "litmus %s: run failed (seed %" PRIu64 "): %s\n", sh->name, seed,

@@ -117,27 +117,33 @@ static void time_out(int i)
     unblock(i, -ETIMEDOUT);
 }
 
-/* Post r's completion (out of its queue); its owner's thread runs if it
- * awaits one. */
 /* What each completion published for its reaper (dsched_memory.c), by its
  * done_seq: kept here, as a request (inside a loop's op) has no room for a
  * clock.  A reap finds its entry overwritten only if more completions than
  * this wait to be reaped at once. */
 #define POSTED 256
-static struct {
+static struct posted {
     long seq;
     uint32_t clock[DSCHED_MAX_THREADS];
 } posted[POSTED];
 
+static struct posted *posted_of(const struct dsched_req *r)
+{
+    return &posted[r->done_seq % POSTED];
+}
+
+/* Post r's completion (out of its queue); its owner's thread runs if it
+ * awaits one. */
 static void complete(struct dsched_req *r, int res)
 {
     r->queued = false;
     r->done = true;
     r->res = res;
     r->done_seq = S.seq++;
-    posted[r->done_seq % POSTED].seq = r->done_seq;
-    memset(posted[r->done_seq % POSTED].clock, 0, sizeof posted[0].clock); /* a time-out's */
-    if (r->thread < 0) return; /* submitted outside a run */
+    struct posted *p = posted_of(r);
+    p->seq = r->done_seq;
+    memset(p->clock, 0, sizeof p->clock); /* a time-out's or a cancel's: nothing */
+    if (r->thread < 0) return;            /* submitted outside a run */
     struct dthread *t = &S.t[r->thread];
     if (t->state == T_BLOCKED && t->awaiting == r->owner) t->state = T_RUNNABLE;
 }
@@ -470,7 +476,7 @@ static void wake_entry(const struct entry *e)
     if (e->req) {
         complete(e->req, 0);
         /* the waker's stores, for the reaper */
-        dsched_memory_publish_(posted[e->req->done_seq % POSTED].clock);
+        dsched_memory_publish_(posted_of(e->req)->clock);
     } else {
         wake_one(e->thread, e->j);
     }
@@ -573,9 +579,9 @@ struct dsched_req *dsched_reap(const void *owner)
     struct dsched_req *r = completion(owner);
     if (!r) return NULL;
     /* The completion queue's acquire of the kernel's post. */
-    if (posted[r->done_seq % POSTED].seq != r->done_seq)
+    if (posted_of(r)->seq != r->done_seq)
         dsched_fail_("memory model: over %s completions waiting to be reaped", "256");
-    dsched_memory_acquire_(posted[r->done_seq % POSTED].clock);
+    dsched_memory_acquire_(posted_of(r)->clock);
     for (struct dsched_req **p = &S.reqs; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;

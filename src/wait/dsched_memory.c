@@ -38,7 +38,7 @@
  *   A CAS fails on an older store only when its value differs from the
  *   expected one: a strong CAS never fails spuriously.
  * - The wait seam's system calls (wait, its return, wake, requeue, and the
- *   simulated io_uring's submit) are seq_cst fences, as the kernel's futex
+ *   simulated io_uring's submit and await) are seq_cst fences, as the kernel's futex
  *   code is (its smp_mb() between queueing a waiter and reading the word,
  *   and between a waker's store and its look for waiters).  The kernel's
  *   read of a futex word, after that fence, may still miss a store that
@@ -92,10 +92,10 @@ struct dm_loc {
 };
 
 struct dm_thread {
-    dm_clock clk;   /* what happens before this thread's next step */
-    dm_clock acq;   /* published by stores it read relaxed: for an acquire fence */
-    dm_clock rel;   /* its clock at its last release fence: for relaxed stores */
-    uint32_t *seen; /* per location: the newest ts it read or wrote */
+    dm_clock clk;                /* what happens before this thread's next step */
+    dm_clock acq;                /* published by stores it read relaxed: for an acquire fence */
+    dm_clock rel;                /* its clock at its last release fence: for relaxed stores */
+    uint32_t seen[DM_LOCATIONS]; /* per location: the newest ts it read or wrote */
 };
 
 static struct {
@@ -103,7 +103,6 @@ static struct {
     int nthreads;
     int nloc;
     struct dm_loc loc[DM_LOCATIONS];
-    uint32_t seen[DSCHED_MAX_THREADS][DM_LOCATIONS];
     struct dm_thread t[DSCHED_MAX_THREADS];
     dm_clock fences;             /* the seq_cst fences' clock */
     int index[2 * DM_LOCATIONS]; /* open addressing over loc[], -1 empty */
@@ -116,11 +115,8 @@ void dsched_memory_start_(int nthreads, bool weak)
     M.nloc = 0;
     memset(M.fences, 0, sizeof M.fences);
     memset(M.t, 0, sizeof M.t);
-    memset(M.seen, 0, sizeof M.seen);
     for (int i = 0; i < 2 * DM_LOCATIONS; i++)
         M.index[i] = -1;
-    for (int i = 0; i < DSCHED_MAX_THREADS; i++)
-        M.t[i].seen = M.seen[i];
 }
 
 /* RLX in both: memory only mirrors the model's newest store, and only one
@@ -164,7 +160,7 @@ static void seen_by_all(struct dm_loc *l, uint64_t val)
 /* The location at p, registered at its first access in the run. */
 static int locate(void *p, int size)
 {
-    uintptr_t h = ((uintptr_t)p >> 2) * 0x9e3779b97f4a7c15u;
+    uint64_t h = ((uint64_t)(uintptr_t)p >> 2) * 0x9e3779b97f4a7c15u;
     int slot = (int)(h >> 40) & (2 * DM_LOCATIONS - 1);
     for (;; slot = (slot + 1) & (2 * DM_LOCATIONS - 1)) {
         int i = M.index[slot];

@@ -2,8 +2,9 @@
  * and as a second implementation that the whole test suite also runs on.
  *
  * Waiters queue in the user-space futex of table.h, each thread asleep on
- * its own condition variable (sqf_table_sleep).  Event loops without io_uring park their waits in
- * the same table (loop.c), so they mix with these threads in arrival order.
+ * its own condition variable (sqf_table_sleep).  Event loops without
+ * io_uring park their waits in the same table (loop.c), so they mix with
+ * these threads in arrival order.
  */
 #define _GNU_SOURCE
 #include <errno.h>
